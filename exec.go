@@ -1,0 +1,241 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/specconv"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+)
+
+var execCommand = &cli.Command{
+	Name:      "exec",
+	Usage:     "run a new process inside a running container",
+	ArgsUsage: "<container-id> <command> [command options]  ||  --process <process.json> <container-id>",
+	Description: `The process is the container's own process spec (environment, user,
+capabilities) with the command and the flags below applied, or the whole
+process given by --process (runtime-spec's process object). In the foreground
+maka relays signals and the terminal and exits with the process's status.
+
+EXAMPLE:
+       # maka exec -t box1 sh
+       # maka exec --env FOO=bar --cwd /tmp box1 ls`,
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "console-socket", Usage: "path to an AF_UNIX socket which will receive a file descriptor referencing the master end of the console's pseudoterminal"},
+		&cli.StringFlag{Name: "cwd", Usage: "current working directory in the container"},
+		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "set an environment variable (NAME=value; repeatable)"},
+		&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "allocate a pseudo-TTY"},
+		&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "UID[:GID] to run the process as"},
+		&cli.Int64SliceFlag{Name: "additional-gids", Aliases: []string{"g"}, Usage: "additional gids (repeatable)"},
+		&cli.StringFlag{Name: "process", Aliases: []string{"p"}, Usage: "path to a process.json (runtime-spec process object)"},
+		&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "detach from the process"},
+		&cli.StringFlag{Name: "pid-file", Usage: "file to write the process's pid to (written atomically)"},
+		&cli.StringFlag{Name: "process-label", Usage: "SELinux label for the process"},
+		&cli.StringFlag{Name: "apparmor", Usage: "AppArmor profile for the process"},
+		&cli.BoolFlag{Name: "no-new-privs", Usage: "set no_new_privs for the process"},
+		&cli.StringSliceFlag{Name: "cap", Aliases: []string{"c"}, Usage: "add a capability to the bounding, effective, permitted and (without --user) ambient sets (repeatable)"},
+		&cli.IntFlag{Name: "preserve-fds", Usage: "pass N additional file descriptors to the process"},
+		&cli.BoolFlag{Name: "ignore-paused", Usage: "allow exec in a paused container"},
+	},
+	SkipFlagParsing: false,
+	Action: func(c *cli.Context) error {
+		status, err := execProcess(c)
+		if err != nil {
+			return err
+		}
+		if status != 0 {
+			os.Exit(status)
+		}
+		return nil
+	},
+}
+
+func execProcess(c *cli.Context) (int, error) {
+	if err := checkArgs(c, 1, minArgs); err != nil {
+		return 1, err
+	}
+	pidFile, err := absPath(c.String("pid-file"))
+	if err != nil {
+		return 1, err
+	}
+	consoleSocket, err := absPath(c.String("console-socket"))
+	if err != nil {
+		return 1, err
+	}
+	ctr, err := loadContainer(c)
+	if err != nil {
+		return 1, err
+	}
+	status, err := ctr.Status()
+	if err != nil {
+		return 1, err
+	}
+	switch {
+	case status == libmaka.Stopped:
+		return 1, fmt.Errorf("cannot exec in a stopped container %s: %w", ctr.ID(), libmaka.ErrNotRunning)
+	case status == libmaka.Paused && !c.Bool("ignore-paused"):
+		return 1, fmt.Errorf("cannot exec in a paused container %s (use --ignore-paused to override): %w", ctr.ID(), libmaka.ErrWrongState)
+	}
+	ps, err := execSpec(c, ctr.Record)
+	if err != nil {
+		return 1, err
+	}
+	process, err := specconv.NewProcess(ps, false)
+	if err != nil {
+		return 1, err
+	}
+	process.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
+	if err := passFds(process, c.Int("preserve-fds")); err != nil {
+		return 1, err
+	}
+	detach := c.Bool("detach")
+	io, err := setupStdio(process, ps.Terminal, detach, consoleSocket)
+	if err != nil {
+		return 1, err
+	}
+	defer io.close()
+	var fwd *signalForwarder
+	if !detach {
+		if fwd, err = newSignalForwarder(); err != nil {
+			return 1, err
+		}
+		defer fwd.stop()
+	}
+	if err := ctr.Run(process); err != nil {
+		return 1, fmt.Errorf("exec in %s: %w", ctr.ID(), err)
+	}
+	if err := io.afterStart(); err != nil {
+		return 1, err
+	}
+	pid, err := process.Pid()
+	if err != nil {
+		return 1, err
+	}
+	if pidFile != "" {
+		if err := libmaka.WritePidFile(pidFile, pid); err != nil {
+			return 1, err
+		}
+	}
+	if detach {
+		return 0, nil
+	}
+	return fwd.forward(pid, io), nil
+}
+
+// execSpec builds the process to exec: --process, or the init's process
+// spec with the command line and flags applied.
+func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
+	if path := c.String("process"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--process: %w", err)
+		}
+		var p specs.Process
+		if err := json.Unmarshal(data, &p); err != nil {
+			return nil, fmt.Errorf("--process %s: malformed JSON: %w", path, err)
+		}
+		return &p, nil
+	}
+	args := c.Args().Tail()
+	if len(args) == 0 {
+		return nil, fmt.Errorf("exec: no command given (and no --process)")
+	}
+	p := processSpecOrDefault(rec)
+	p.Args = args
+	p.Terminal = c.Bool("tty")
+	p.ConsoleSize = nil
+	if cwd := c.String("cwd"); cwd != "" {
+		p.Cwd = cwd
+	}
+	p.Env = mergeEnv(p.Env, c.StringSlice("env"))
+	if u := c.String("user"); u != "" {
+		uid, gid, err := parseUser(u)
+		if err != nil {
+			return nil, err
+		}
+		p.User.UID, p.User.GID = uid, gid
+		if p.Capabilities != nil {
+			// As runc: an explicit user gets no ambient capabilities.
+			caps := *p.Capabilities
+			caps.Ambient = nil
+			p.Capabilities = &caps
+		}
+	}
+	for _, g := range c.Int64Slice("additional-gids") {
+		if g < 0 || g > 1<<32-1 {
+			return nil, fmt.Errorf("--additional-gids: %d is out of range", g)
+		}
+		p.User.AdditionalGids = append(p.User.AdditionalGids, uint32(g))
+	}
+	if caps := c.StringSlice("cap"); len(caps) > 0 {
+		var pc specs.LinuxCapabilities
+		if p.Capabilities != nil {
+			pc = *p.Capabilities
+		}
+		for _, cp := range caps {
+			cp = strings.ToUpper(cp)
+			if !strings.HasPrefix(cp, "CAP_") {
+				cp = "CAP_" + cp
+			}
+			pc.Bounding = append(pc.Bounding, cp)
+			pc.Effective = append(pc.Effective, cp)
+			pc.Permitted = append(pc.Permitted, cp)
+			if c.String("user") == "" {
+				pc.Ambient = append(pc.Ambient, cp)
+			}
+		}
+		p.Capabilities = &pc
+	}
+	if l := c.String("process-label"); l != "" {
+		p.SelinuxLabel = l
+	}
+	if a := c.String("apparmor"); a != "" {
+		p.ApparmorProfile = a
+	}
+	if c.Bool("no-new-privs") {
+		p.NoNewPrivileges = true
+	}
+	return &p, nil
+}
+
+// mergeEnv applies NAME=value overrides to env, replacing earlier values.
+func mergeEnv(env, overrides []string) []string {
+	out := append([]string(nil), env...)
+	for _, kv := range overrides {
+		name, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for i, e := range out {
+			if n, _, _ := strings.Cut(e, "="); n == name {
+				out[i], replaced = kv, true
+			}
+		}
+		if !replaced {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// parseUser parses --user UID[:GID] (numeric, as runc).
+func parseUser(s string) (uid, gid uint32, err error) {
+	u, g, hasGid := strings.Cut(s, ":")
+	n, err := strconv.ParseUint(u, 10, 32)
+	if err != nil {
+		return 0, 0, fmt.Errorf("--user %q: UID must be a number", s)
+	}
+	uid = uint32(n)
+	if hasGid {
+		m, err := strconv.ParseUint(g, 10, 32)
+		if err != nil {
+			return 0, 0, fmt.Errorf("--user %q: GID must be a number", s)
+		}
+		gid = uint32(m)
+	}
+	return uid, gid, nil
+}

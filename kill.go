@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+)
+
+var killCommand = &cli.Command{
+	Name:      "kill",
+	Usage:     "send a signal (default: SIGTERM) to the container's init process",
+	ArgsUsage: "<container-id> [signal]",
+	Description: `The signal is a number (9), a name (SIGKILL) or a name without SIG (KILL,
+kill). A container whose process has exited gives "container not running"
+(with --all, as runc, that is not an error).
+
+EXAMPLE:
+       # maka kill box1 KILL`,
+	Flags: []cli.Flag{
+		&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "signal all the container's processes (with a private pid namespace, signalling init does this already)"},
+	},
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, minArgs); err != nil {
+			return err
+		}
+		if err := checkArgs(c, 2, maxArgs); err != nil {
+			return err
+		}
+		sig := unix.SIGTERM
+		if s := c.Args().Get(1); s != "" {
+			var err error
+			if sig, err = libmaka.ParseSignal(s); err != nil {
+				return err
+			}
+		}
+		ctr, err := loadContainer(c)
+		if err != nil {
+			return err
+		}
+		if c.Bool("all") {
+			err = ctr.SignalAll(sig)
+		} else {
+			err = ctr.Signal(sig)
+		}
+		if errors.Is(err, libmaka.ErrNotRunning) && c.Bool("all") {
+			return nil
+		}
+		return err
+	},
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/specconv"
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+)
+
+// Flags shared by create and run.
+var launchFlags = []cli.Flag{
+	&cli.StringFlag{Name: "bundle", Aliases: []string{"b"}, Value: "", Usage: "path to the root of the bundle directory (default: the current directory)"},
+	&cli.StringFlag{Name: "console-socket", Usage: "path to an AF_UNIX socket which will receive a file descriptor referencing the master end of the console's pseudoterminal"},
+	&cli.StringFlag{Name: "pid-file", Usage: "file to write the container's init pid to (written atomically)"},
+	&cli.BoolFlag{Name: "no-pivot", Usage: "do not use pivot_root to jail the process inside the rootfs (needed when the rootfs is on a ramdisk)"},
+	&cli.BoolFlag{Name: "no-new-keyring", Usage: "do not create a new session keyring for the container"},
+	&cli.IntFlag{Name: "preserve-fds", Usage: "pass N additional file descriptors (3..3+N-1, after any LISTEN_FDS) to the container"},
+}
+
+type launchMode int
+
+const (
+	modeCreate launchMode = iota // create: init waits for `start`
+	modeRun                      // run: create + start
+)
+
+// launch creates (and for run, starts) the container named by the first
+// argument. It returns the exit status to use: 0 for create and detached
+// runs, the container's for a foreground run.
+func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
+	if err := checkArgs(c, 1, exactArgs); err != nil {
+		return 1, err
+	}
+	id := c.Args().First()
+	if err := checkHostSupport(c); err != nil {
+		return 1, err
+	}
+	rt, err := runtimeOf(c)
+	if err != nil {
+		return 1, err
+	}
+	// Paths the caller gave are relative to its cwd; we chdir to the bundle.
+	pidFile, err := absPath(c.String("pid-file"))
+	if err != nil {
+		return 1, err
+	}
+	consoleSocket, err := absPath(c.String("console-socket"))
+	if err != nil {
+		return 1, err
+	}
+	bundle, err := absPath(c.String("bundle"))
+	if err != nil {
+		return 1, err
+	}
+	if bundle == "" {
+		if bundle, err = os.Getwd(); err != nil {
+			return 1, err
+		}
+	}
+	spec, err := specconv.LoadSpec(bundle)
+	if err != nil {
+		return 1, err
+	}
+	if err := os.Chdir(bundle); err != nil {
+		return 1, fmt.Errorf("bundle %s: %w", bundle, err)
+	}
+	conv, err := specconv.ToLibcontainer(spec, specconv.Options{
+		ID:           id,
+		NoPivotRoot:  c.Bool("no-pivot"),
+		NoNewKeyring: c.Bool("no-new-keyring"),
+	})
+	if err != nil {
+		return 1, err
+	}
+	process, err := specconv.NewProcess(spec.Process, true)
+	if err != nil {
+		return 1, err
+	}
+	process.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
+	if err := passFds(process, c.Int("preserve-fds")); err != nil {
+		return 1, err
+	}
+	io, err := setupStdio(process, spec.Process.Terminal, detach, consoleSocket)
+	if err != nil {
+		return 1, err
+	}
+	defer io.close()
+
+	var fwd *signalForwarder
+	if !detach {
+		if fwd, err = newSignalForwarder(); err != nil {
+			return 1, err
+		}
+		defer fwd.stop()
+	}
+
+	ctr, err := rt.Create(id, conv.Config, libmaka.Record{Poststart: conv.Poststart, Process: spec.Process})
+	if err != nil {
+		return 1, err
+	}
+	if err := startInit(ctr, process, mode); err != nil {
+		destroy(ctr)
+		return 1, err
+	}
+	if err := io.afterStart(); err != nil {
+		destroy(ctr)
+		return 1, err
+	}
+	pid, err := process.Pid()
+	if err != nil {
+		destroy(ctr)
+		return 1, err
+	}
+	if mode == modeRun {
+		runPoststart(ctr)
+	}
+	if pidFile != "" {
+		if err := libmaka.WritePidFile(pidFile, pid); err != nil {
+			destroy(ctr)
+			return 1, err
+		}
+	}
+	if detach {
+		return 0, nil
+	}
+	status := fwd.forward(pid, io)
+	io.close()
+	destroy(ctr)
+	return status, nil
+}
+
+func startInit(ctr *libmaka.Container, p *libcontainer.Process, mode launchMode) error {
+	if mode == modeRun {
+		if err := ctr.Run(p); err != nil {
+			return fmt.Errorf("run %s: %w", ctr.ID(), err)
+		}
+		return nil
+	}
+	if err := ctr.Start(p); err != nil {
+		return fmt.Errorf("create %s: %w", ctr.ID(), err)
+	}
+	return nil
+}
+
+// runPoststart runs the poststart hooks once the user process has started.
+// The runtime spec says a failing poststart hook is logged and ignored.
+func runPoststart(ctr *libmaka.Container) {
+	if len(ctr.Record.Poststart) == 0 {
+		return
+	}
+	st, err := ctr.OCIState()
+	if err == nil {
+		err = libmaka.RunHooks("poststart", ctr.Record.Poststart, st)
+	}
+	if err != nil {
+		logrus.Warnf("container %s: %v", ctr.ID(), err)
+	}
+}
+
+// destroy kills and removes a container on a failed launch or after a
+// foreground run; errors are only logged, the caller has a better one.
+func destroy(ctr *libmaka.Container) {
+	if err := ctr.Kill(killTimeout); err != nil {
+		logrus.Warn(err)
+	}
+	if err := ctr.Destroy(); err != nil {
+		logrus.Warn(err)
+	}
+}
+
+// passFds hands LISTEN_FDS (socket activation) and --preserve-fds to the
+// container: fds 3..3+LISTEN_FDS-1 then the next preserve-fds ones.
+func passFds(p *libcontainer.Process, preserve int) error {
+	if preserve < 0 {
+		return fmt.Errorf("--preserve-fds: %d is negative", preserve)
+	}
+	listen := 0
+	if s := os.Getenv("LISTEN_FDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return fmt.Errorf("LISTEN_FDS: invalid value %q", s)
+		}
+		listen = n
+		p.Env = append(p.Env, "LISTEN_FDS="+s, "LISTEN_PID=1")
+	}
+	for fd := 3; fd < 3+listen+preserve; fd++ {
+		p.ExtraFiles = append(p.ExtraFiles, os.NewFile(uintptr(fd), "fd"+strconv.Itoa(fd)))
+	}
+	return nil
+}
+
+// processSpecOrDefault exists for exec: the init's process spec is the base.
+func processSpecOrDefault(rec libmaka.Record) specs.Process {
+	if rec.Process != nil {
+		return *rec.Process
+	}
+	return specs.Process{Cwd: "/", Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}
+}

@@ -1,0 +1,288 @@
+package libmaka
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/runc/libcontainer/utils"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// Status is a container's lifecycle state, as the OCI runtime spec names it.
+type Status string
+
+const (
+	Created Status = "created"
+	Running Status = "running"
+	Paused  Status = "paused"
+	Stopped Status = "stopped"
+)
+
+// Runtime is a state root holding containers (runc's --root).
+type Runtime struct {
+	Root string
+}
+
+// Record is what maka keeps next to libcontainer's state.json, in
+// <root>/<id>/maka.json: what libcontainer cannot carry for us.
+type Record struct {
+	// Poststart hooks are kept out of libcontainer's config: libcontainer
+	// v1.5.3 runs them at create, the runtime spec says after start.
+	Poststart []specs.Hook `json:"poststart,omitempty"`
+	// Process is the init's process spec: the base of `exec` (environment,
+	// user, capabilities), so that exec never reads config.json again.
+	Process *specs.Process `json:"process,omitempty"`
+}
+
+const recordFile = "maka.json"
+
+// Container is one container under a Runtime.
+type Container struct {
+	*libcontainer.Container
+	rt     *Runtime
+	Record Record
+}
+
+// Create sets up a new container (namespaces, cgroup, init waiting on the
+// exec fifo is started separately by Start/Run). It refuses a host without
+// cgroup v2 before anything is touched.
+func (rt *Runtime) Create(id string, config *configs.Config, rec Record) (*Container, error) {
+	if err := CheckCgroupV2(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(rt.Root, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: state root: %w", id, err)
+	}
+	lc, err := libcontainer.Create(rt.Root, id, config)
+	if err != nil {
+		return nil, containerError(id, err)
+	}
+	c := &Container{Container: lc, rt: rt, Record: rec}
+	if err := writeJSONAtomic(filepath.Join(rt.Root, id, recordFile), rec); err != nil {
+		_ = lc.Destroy()
+		return nil, fmt.Errorf("create %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// Load returns the container id; a missing one gives an error wrapping ErrNotExist.
+func (rt *Runtime) Load(id string) (*Container, error) {
+	if id == "" {
+		return nil, errors.New("container id cannot be empty")
+	}
+	lc, err := libcontainer.Load(rt.Root, id)
+	if err != nil {
+		return nil, containerError(id, err)
+	}
+	c := &Container{Container: lc, rt: rt}
+	data, err := os.ReadFile(filepath.Join(rt.Root, id, recordFile))
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(data, &c.Record); err != nil {
+			return nil, fmt.Errorf("container %s: %s: %w", id, recordFile, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("container %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// IDs lists the ids of the containers under the root, sorted.
+func (rt *Runtime) IDs() ([]string, error) {
+	entries, err := os.ReadDir(rt.Root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// RemoveLeftovers removes the state directory of a container that can no
+// longer be loaded (e.g. a create that died before state.json was written).
+func (rt *Runtime) RemoveLeftovers(id string) error {
+	if id == "" || id != filepath.Base(id) || id == "." || id == ".." {
+		return fmt.Errorf("invalid container id %q", id)
+	}
+	return os.RemoveAll(filepath.Join(rt.Root, id))
+}
+
+// Status maps libcontainer's status to the OCI names.
+func (c *Container) Status() (Status, error) {
+	s, err := c.Container.Status()
+	if err != nil {
+		return "", fmt.Errorf("container %s: %w", c.ID(), err)
+	}
+	switch s {
+	case libcontainer.Created:
+		return Created, nil
+	case libcontainer.Running:
+		return Running, nil
+	case libcontainer.Paused:
+		return Paused, nil
+	}
+	return Stopped, nil
+}
+
+// Signal sends sig to the container's init.
+func (c *Container) Signal(sig os.Signal) error {
+	return containerError(c.ID(), c.Container.Signal(sig))
+}
+
+// State is the JSON document `maka state` prints: runc's shape, which
+// containerd and conmon parse.
+type State struct {
+	OCIVersion  string            `json:"ociVersion"`
+	ID          string            `json:"id"`
+	Pid         int               `json:"pid"`
+	Status      Status            `json:"status"`
+	Bundle      string            `json:"bundle"`
+	Rootfs      string            `json:"rootfs"`
+	Created     time.Time         `json:"created"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Owner       string            `json:"owner"`
+}
+
+// State reports the container's current state.
+func (c *Container) State() (*State, error) {
+	st, err := c.Container.State()
+	if err != nil {
+		return nil, fmt.Errorf("container %s: %w", c.ID(), err)
+	}
+	status, err := c.Status()
+	if err != nil {
+		return nil, err
+	}
+	pid := st.BaseState.InitProcessPid
+	if status == Stopped {
+		pid = 0
+	}
+	bundle, annotations := utils.Annotations(st.Config.Labels)
+	return &State{
+		OCIVersion:  specs.Version,
+		ID:          st.BaseState.ID,
+		Pid:         pid,
+		Status:      status,
+		Bundle:      bundle,
+		Rootfs:      st.BaseState.Config.Rootfs,
+		Created:     st.BaseState.Created,
+		Annotations: annotations,
+		Owner:       c.owner(),
+	}, nil
+}
+
+// OCIState is the state passed to hooks.
+func (c *Container) OCIState() (*specs.State, error) {
+	s, err := c.Container.OCIState()
+	if err != nil {
+		return nil, fmt.Errorf("container %s: %w", c.ID(), err)
+	}
+	return s, nil
+}
+
+// owner names the user owning the container's state directory.
+func (c *Container) owner() string {
+	fi, err := os.Stat(filepath.Join(c.rt.Root, c.ID()))
+	if err != nil {
+		return ""
+	}
+	uid := fi.Sys().(*syscall.Stat_t).Uid
+	if u, err := user.LookupId(strconv.Itoa(int(uid))); err == nil {
+		return u.Username
+	}
+	return "#" + strconv.Itoa(int(uid))
+}
+
+// CgroupPath is the container's cgroup v2 directory (empty if unknown).
+func (c *Container) CgroupPath() string {
+	st, err := c.Container.State()
+	if err != nil {
+		return ""
+	}
+	return st.CgroupPaths[""]
+}
+
+// Kill kills every process of the container at once and waits (up to
+// timeout) for its init to be gone. A container whose init already exited
+// is not an error.
+func (c *Container) Kill(timeout time.Duration) error {
+	err := c.Container.Signal(unix.SIGKILL)
+	if err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+		return fmt.Errorf("kill %s: %w", c.ID(), err)
+	}
+	// cgroup.kill also takes processes that left the pid namespace's
+	// reach (e.g. a shared pid namespace).
+	if p := c.CgroupPath(); p != "" {
+		_ = os.WriteFile(filepath.Join(p, "cgroup.kill"), []byte("1"), 0)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := c.Container.Signal(unix.Signal(0)); err != nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill %s: init still running after %s", c.ID(), timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Destroy removes the cgroup and the state (and runs poststop hooks).
+func (c *Container) Destroy() error {
+	if err := c.Container.Destroy(); err != nil {
+		return fmt.Errorf("delete %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// writeJSONAtomic writes v to path through a temporary file and a rename.
+func writeJSONAtomic(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// SignalAll sends sig to every process in the container's cgroup.
+func (c *Container) SignalAll(sig unix.Signal) error {
+	pids, err := c.Processes()
+	if err != nil || len(pids) == 0 {
+		// No cgroup or no process: the container is not running.
+		return c.Signal(sig)
+	}
+	if err := c.Signal(sig); err != nil && !errors.Is(err, ErrNotRunning) {
+		return err
+	}
+	for _, pid := range pids {
+		_ = unix.Kill(pid, sig)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+)
+
+var listCommand = &cli.Command{
+	Name:    "list",
+	Aliases: []string{"ls"},
+	Usage:   "list the containers under the state root",
+	Description: `The list command prints one line per container (ID, PID, STATUS, BUNDLE,
+CREATED, OWNER), a JSON array of their states (--format json), or only their
+ids (-q).
+
+EXAMPLE:
+       # maka list --format json`,
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "table or json"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the container ids"},
+	},
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 0, exactArgs); err != nil {
+			return err
+		}
+		format := c.String("format")
+		if format != "table" && format != "json" {
+			return fmt.Errorf("--format: invalid value %q (want table or json)", format)
+		}
+		rt, err := runtimeOf(c)
+		if err != nil {
+			return err
+		}
+		states, err := listStates(rt)
+		if err != nil {
+			return err
+		}
+		if c.Bool("quiet") {
+			for _, s := range states {
+				fmt.Println(s.ID)
+			}
+			return nil
+		}
+		if format == "json" {
+			return printJSON(states)
+		}
+		w := tabwriter.NewWriter(os.Stdout, 12, 1, 3, ' ', 0)
+		fmt.Fprint(w, "ID\tPID\tSTATUS\tBUNDLE\tCREATED\tOWNER\n")
+		for _, s := range states {
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Pid, s.Status, s.Bundle, s.Created.Format(time.RFC3339Nano), s.Owner)
+		}
+		return w.Flush()
+	},
+}
+
+// listStates loads every container; one that cannot be loaded (a create
+// in progress, or leftovers) is skipped with a log line.
+func listStates(rt *libmaka.Runtime) ([]libmaka.State, error) {
+	ids, err := rt.IDs()
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", rt.Root, err)
+	}
+	states := []libmaka.State{}
+	for _, id := range ids {
+		ctr, err := rt.Load(id)
+		if err != nil {
+			if !errors.Is(err, libmaka.ErrNotExist) {
+				logrus.Warnf("list: %v", err)
+			}
+			continue
+		}
+		st, err := ctr.State()
+		if err != nil {
+			logrus.Warnf("list: %v", err)
+			continue
+		}
+		states = append(states, *st)
+	}
+	return states, nil
+}

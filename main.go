@@ -1,0 +1,152 @@
+// Command maka is an OCI runtime for code that must not be trusted. It speaks
+// runc's command line so that containerd, Podman and Kubernetes can drive it
+// unchanged. main.go only wires the global flags, logging and the command
+// list; each command lives in a file of its own.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+)
+
+// Set at build time by the Makefile (-ldflags -X).
+var (
+	version   = "0.1.0-dev"
+	gitCommit = ""
+)
+
+const usage = `an OCI runtime for running untrusted code inside a declared boundary
+
+maka speaks runc's command line: containerd (BinaryName), Podman (--runtime)
+and Kubernetes (RuntimeClass) can drive it unchanged.
+
+To start a new instance of a container:
+
+    # maka run [ -b bundle ] <container-id>
+
+Where "<container-id>" is your name for the instance of the container that you
+are starting. The name you provide for the container instance must be unique on
+your host. Providing the bundle directory using "-b" is optional. The default
+value for "bundle" is the current directory.`
+
+func main() {
+	app := newApp()
+	if err := app.Run(os.Args); err != nil {
+		fatal(err)
+	}
+}
+
+func versionText() string {
+	commit := gitCommit
+	if commit == "" {
+		commit = "unknown"
+	}
+	return fmt.Sprintf("%s\ncommit: %s\nspec: %s", version, commit, specs.Version)
+}
+
+func newApp() *cli.App {
+	cli.VersionPrinter = func(c *cli.Context) {
+		fmt.Fprintf(c.App.Writer, "%s version %s\n", c.App.Name, versionText())
+	}
+	app := &cli.App{
+		Name:                 "maka",
+		Usage:                usage,
+		Version:              versionText(),
+		EnableBashCompletion: true,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "debug", Usage: "enable debug logging"},
+			&cli.StringFlag{Name: "log", Usage: "write the log to this file instead of stderr (default: stderr)"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
+			&cli.StringFlag{Name: "root", Value: defaultRoot(), Usage: "directory holding the containers' runtime state (must be on tmpfs)"},
+			&cli.BoolFlag{Name: "systemd-cgroup", Usage: "use systemd to manage cgroups (not supported by maka: refused when a container would use it)"},
+			&cli.StringFlag{Name: "rootless", Value: "auto", Usage: "rootless mode: true, false or auto (maka runs as root only; refused when it would matter)"},
+			&cli.StringFlag{Name: "criu", Hidden: true, Usage: "accepted for runc compatibility; checkpoint/restore is not supported"},
+		},
+		Before: setupLogging,
+		Commands: []*cli.Command{
+			checkpointCommand,
+			createCommand,
+			deleteCommand,
+			eventsCommand,
+			execCommand,
+			featuresCommand,
+			killCommand,
+			listCommand,
+			pauseCommand,
+			psCommand,
+			restoreCommand,
+			resumeCommand,
+			runCommand,
+			specCommand,
+			startCommand,
+			stateCommand,
+			updateCommand,
+		},
+		// Errors are printed by fatal, in the log format the caller chose.
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+	return app
+}
+
+// defaultRoot is /run/maka for root, and $XDG_RUNTIME_DIR/maka otherwise (as runc).
+func defaultRoot() string {
+	if os.Geteuid() != 0 {
+		if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+			return d + "/maka"
+		}
+	}
+	return "/run/maka"
+}
+
+// logToStderr is true when the log goes to stderr; fatal then writes the
+// error once instead of once in the log and once on stderr.
+var logToStderr = true
+
+func setupLogging(c *cli.Context) error {
+	if c.Bool("debug") {
+		logrus.SetLevel(logrus.DebugLevel)
+	}
+	if path := c.String("log"); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_SYNC, 0o644)
+		if err != nil {
+			return fmt.Errorf("open log file %s: %w", path, err)
+		}
+		logrus.SetOutput(f)
+		logToStderr = false
+	}
+	switch strings.ToLower(c.String("log-format")) {
+	case "text", "":
+		logrus.SetFormatter(&logrus.TextFormatter{DisableColors: true})
+	case "json":
+		logrus.SetFormatter(&logrus.JSONFormatter{})
+	default:
+		return fmt.Errorf("--log-format: unknown format %q (want text or json)", c.String("log-format"))
+	}
+	return nil
+}
+
+// fatal reports err the way runc does (containerd and conmon read the last
+// error line of the log), and exits 1.
+func fatal(err error) {
+	fatalWithCode(err, 1)
+}
+
+func fatalWithCode(err error, code int) {
+	_, isJSON := logrus.StandardLogger().Formatter.(*logrus.JSONFormatter)
+	if logToStderr && !isJSON {
+		// Plain text on stderr: the message itself, so that it can start
+		// with a machine-readable code (BOUNDARY_REJECTED: ...).
+		fmt.Fprintln(os.Stderr, err.Error())
+	} else {
+		logrus.Error(err)
+		if !logToStderr {
+			fmt.Fprintln(os.Stderr, err.Error())
+		}
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+var runCommand = &cli.Command{
+	Name:      "run",
+	Usage:     "create and run a container",
+	ArgsUsage: "<container-id>",
+	Description: `The run command creates an instance of a container for a bundle and starts
+it. In the foreground (the default) maka forwards signals to the container,
+relays its terminal when process.terminal is true, removes the container when
+its process exits and exits with the process's status (128+N if it was killed
+by signal N). With --detach maka returns once the process has started.
+
+EXAMPLE:
+       # maka run --bundle /containers/box box1`,
+	Flags: append([]cli.Flag{
+		&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "detach from the container's process"},
+	}, launchFlags...),
+	Action: func(c *cli.Context) error {
+		status, err := launch(c, modeRun, c.Bool("detach"))
+		if err != nil {
+			return err
+		}
+		if status != 0 {
+			os.Exit(status)
+		}
+		return nil
+	},
+}

@@ -1,0 +1,70 @@
+package specconv
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// rlimitTypes maps the OCI names to Linux's RLIMIT_* numbers.
+var rlimitTypes = map[string]int{
+	"RLIMIT_CPU": 0, "RLIMIT_FSIZE": 1, "RLIMIT_DATA": 2, "RLIMIT_STACK": 3,
+	"RLIMIT_CORE": 4, "RLIMIT_RSS": 5, "RLIMIT_NPROC": 6, "RLIMIT_NOFILE": 7,
+	"RLIMIT_MEMLOCK": 8, "RLIMIT_AS": 9, "RLIMIT_LOCKS": 10, "RLIMIT_SIGPENDING": 11,
+	"RLIMIT_MSGQUEUE": 12, "RLIMIT_NICE": 13, "RLIMIT_RTPRIO": 14, "RLIMIT_RTTIME": 15,
+}
+
+// NewProcess converts an OCI process into a libcontainer process. For the
+// container's init most settings come from the container config; for exec
+// the process's own capabilities, labels and no_new_privs take precedence.
+func NewProcess(p *specs.Process, init bool) (*libcontainer.Process, error) {
+	if errs := validateProcess("process", p); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid process: %s", strings.Join(errs, "; "))
+	}
+	lp := &libcontainer.Process{
+		Args:            p.Args,
+		Env:             p.Env,
+		UID:             int(p.User.UID),
+		GID:             int(p.User.GID),
+		Cwd:             p.Cwd,
+		Label:           p.SelinuxLabel,
+		AppArmorProfile: p.ApparmorProfile,
+		NoNewPrivileges: &p.NoNewPrivileges,
+		Init:            init,
+		Stdin:           os.Stdin,
+		Stdout:          os.Stdout,
+		Stderr:          os.Stderr,
+	}
+	if p.ConsoleSize != nil {
+		lp.ConsoleWidth = uint16(p.ConsoleSize.Width)
+		lp.ConsoleHeight = uint16(p.ConsoleSize.Height)
+	}
+	for _, g := range p.User.AdditionalGids {
+		lp.AdditionalGroups = append(lp.AdditionalGroups, int(g))
+	}
+	if c := p.Capabilities; c != nil {
+		lp.Capabilities = &configs.Capabilities{
+			Bounding:    c.Bounding,
+			Effective:   c.Effective,
+			Permitted:   c.Permitted,
+			Inheritable: c.Inheritable,
+			Ambient:     c.Ambient,
+		}
+	}
+	for _, rl := range p.Rlimits {
+		lp.Rlimits = append(lp.Rlimits, configs.Rlimit{Type: rlimitTypes[rl.Type], Hard: rl.Hard, Soft: rl.Soft})
+	}
+	if p.Scheduler != nil {
+		s := *p.Scheduler
+		lp.Scheduler = &s
+	}
+	if p.IOPriority != nil {
+		io := *p.IOPriority
+		lp.IOPriority = &io
+	}
+	return lp, nil
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/urfave/cli/v2"
+)
+
+var startCommand = &cli.Command{
+	Name:      "start",
+	Usage:     "start the process of a created container",
+	ArgsUsage: "<container-id>",
+	Description: `The start command runs the user process of a container made by "create",
+then its poststart hooks.
+
+EXAMPLE:
+       # maka start box1`,
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, exactArgs); err != nil {
+			return err
+		}
+		ctr, err := loadContainer(c)
+		if err != nil {
+			return err
+		}
+		status, err := ctr.Status()
+		if err != nil {
+			return err
+		}
+		switch status {
+		case libmaka.Created:
+		case libmaka.Stopped:
+			return fmt.Errorf("cannot start a container that has stopped: %w", libmaka.ErrWrongState)
+		default:
+			return fmt.Errorf("cannot start an already %s container: %w", status, libmaka.ErrWrongState)
+		}
+		if err := ctr.Exec(); err != nil {
+			return fmt.Errorf("start %s: %w", ctr.ID(), err)
+		}
+		runPoststart(ctr)
+		return nil
+	},
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+var stateCommand = &cli.Command{
+	Name:      "state",
+	Usage:     "print the state of a container as JSON",
+	ArgsUsage: "<container-id>",
+	Description: `The state command prints the container's state on stdout as JSON:
+ociVersion, id, pid, status (created|running|paused|stopped), bundle, rootfs,
+created, annotations and owner.
+
+EXAMPLE:
+       # maka state box1`,
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, exactArgs); err != nil {
+			return err
+		}
+		ctr, err := loadContainer(c)
+		if err != nil {
+			return err
+		}
+		st, err := ctr.State()
+		if err != nil {
+			return err
+		}
+		return printJSON(st)
+	},
+}
+
+// printJSON writes machine output to stdout, indented as runc does.
+func printJSON(v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(append(data, '\n'))
+	return err
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/opencontainers/cgroups"
+	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/urfave/cli/v2"
+)
+
+var updateCommand = &cli.Command{
+	Name:      "update",
+	Usage:     "change the resource limits of a running container",
+	ArgsUsage: "<container-id>",
+	Description: `The limits come from --resources (runtime-spec's linux.resources object as
+JSON, from a file or "-" for stdin) and/or the single-value flags, which take
+precedence. Only what is given changes.
+
+EXAMPLE:
+       # maka update --memory 268435456 --pids-limit 100 box1
+       # echo '{"cpu":{"quota":50000,"period":100000}}' | maka update -r - box1`,
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "resources", Aliases: []string{"r"}, Usage: `path to a linux.resources JSON file, or "-" for stdin`},
+		&cli.StringFlag{Name: "blkio-weight", Usage: "block IO weight (10-1000; io.weight on cgroup v2)"},
+		&cli.StringFlag{Name: "cpu-period", Usage: "CPU CFS period in microseconds"},
+		&cli.StringFlag{Name: "cpu-quota", Usage: "CPU CFS quota in microseconds per period (-1: none)"},
+		&cli.StringFlag{Name: "cpu-burst", Usage: "CPU burst in microseconds"},
+		&cli.StringFlag{Name: "cpu-share", Usage: "CPU shares (relative weight; cpu.weight on cgroup v2)"},
+		&cli.StringFlag{Name: "cpu-rt-period", Usage: "CPU realtime period in microseconds"},
+		&cli.StringFlag{Name: "cpu-rt-runtime", Usage: "CPU realtime runtime in microseconds"},
+		&cli.StringFlag{Name: "cpu-idle", Usage: "cpu.idle (0 or 1)"},
+		&cli.StringFlag{Name: "cpuset-cpus", Usage: "CPUs to use (0-3, 0,1)"},
+		&cli.StringFlag{Name: "cpuset-mems", Usage: "memory nodes to use (0-3, 0,1)"},
+		&cli.StringFlag{Name: "memory", Usage: "memory limit in bytes (-1: none)"},
+		&cli.StringFlag{Name: "memory-reservation", Usage: "memory soft limit in bytes"},
+		&cli.StringFlag{Name: "memory-swap", Usage: "memory plus swap limit in bytes (-1: unlimited swap)"},
+		&cli.StringFlag{Name: "pids-limit", Usage: "maximum number of pids (-1: none)"},
+		&cli.StringFlag{Name: "l3-cache-schema", Usage: "Intel RDT L3 cache schema (not supported)"},
+		&cli.StringFlag{Name: "mem-bw-schema", Usage: "Intel RDT memory bandwidth schema (not supported)"},
+	},
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, exactArgs); err != nil {
+			return err
+		}
+		r, err := updateResources(c)
+		if err != nil {
+			return err
+		}
+		ctr, err := loadContainer(c)
+		if err != nil {
+			return err
+		}
+		cg, err := rspecconv.CreateCgroupConfig(&rspecconv.CreateOpts{
+			CgroupName: ctr.ID(),
+			Spec:       &specs.Spec{Linux: &specs.Linux{Resources: r}},
+		}, nil)
+		if err != nil {
+			return fmt.Errorf("update %s: %w", ctr.ID(), err)
+		}
+		config := ctr.Config()
+		mergeResources(config.Cgroups.Resources, cg.Resources)
+		if err := ctr.Set(config); err != nil {
+			return fmt.Errorf("update %s: %w", ctr.ID(), err)
+		}
+		return nil
+	},
+}
+
+// updateResources reads --resources and applies the single-value flags.
+func updateResources(c *cli.Context) (*specs.LinuxResources, error) {
+	r := &specs.LinuxResources{}
+	if path := c.String("resources"); path != "" {
+		var data []byte
+		var err error
+		if path == "-" {
+			data, err = io.ReadAll(os.Stdin)
+		} else {
+			data, err = os.ReadFile(path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--resources: %w", err)
+		}
+		if err := json.Unmarshal(data, r); err != nil {
+			return nil, fmt.Errorf("--resources %s: malformed JSON: %w", path, err)
+		}
+	}
+	for _, name := range []string{"l3-cache-schema", "mem-bw-schema"} {
+		if c.IsSet(name) {
+			return nil, fmt.Errorf("--%s: Intel RDT updates are not supported by maka", name)
+		}
+	}
+	if r.CPU == nil {
+		r.CPU = &specs.LinuxCPU{}
+	}
+	if r.Memory == nil {
+		r.Memory = &specs.LinuxMemory{}
+	}
+	var err error
+	setU := func(flag string, dst **uint64) {
+		if err != nil || !c.IsSet(flag) {
+			return
+		}
+		v, e := strconv.ParseUint(c.String(flag), 10, 64)
+		if e != nil {
+			err = fmt.Errorf("--%s: %q is not a non-negative integer", flag, c.String(flag))
+			return
+		}
+		*dst = &v
+	}
+	setI := func(flag string, dst **int64) {
+		if err != nil || !c.IsSet(flag) {
+			return
+		}
+		v, e := strconv.ParseInt(c.String(flag), 10, 64)
+		if e != nil {
+			err = fmt.Errorf("--%s: %q is not an integer", flag, c.String(flag))
+			return
+		}
+		*dst = &v
+	}
+	setU("cpu-period", &r.CPU.Period)
+	setI("cpu-quota", &r.CPU.Quota)
+	setU("cpu-burst", &r.CPU.Burst)
+	setU("cpu-share", &r.CPU.Shares)
+	setU("cpu-rt-period", &r.CPU.RealtimePeriod)
+	setI("cpu-rt-runtime", &r.CPU.RealtimeRuntime)
+	setI("cpu-idle", &r.CPU.Idle)
+	setI("memory", &r.Memory.Limit)
+	setI("memory-reservation", &r.Memory.Reservation)
+	setI("memory-swap", &r.Memory.Swap)
+	if c.IsSet("cpuset-cpus") {
+		r.CPU.Cpus = c.String("cpuset-cpus")
+	}
+	if c.IsSet("cpuset-mems") {
+		r.CPU.Mems = c.String("cpuset-mems")
+	}
+	if c.IsSet("pids-limit") {
+		var v *int64
+		setI("pids-limit", &v)
+		if v != nil {
+			r.Pids = &specs.LinuxPids{Limit: v}
+		}
+	}
+	if c.IsSet("blkio-weight") {
+		var v *uint64
+		setU("blkio-weight", &v)
+		if v != nil {
+			if *v > 1000 {
+				return nil, fmt.Errorf("--blkio-weight: %d is out of range (10-1000)", *v)
+			}
+			w := uint16(*v)
+			r.BlockIO = &specs.LinuxBlockIO{Weight: &w}
+		}
+	}
+	return r, err
+}
+
+// mergeResources copies onto cur every limit that upd sets.
+func mergeResources(cur, upd *cgroups.Resources) {
+	if upd.Memory != 0 {
+		cur.Memory = upd.Memory
+	}
+	if upd.MemoryReservation != 0 {
+		cur.MemoryReservation = upd.MemoryReservation
+	}
+	if upd.MemorySwap != 0 {
+		cur.MemorySwap = upd.MemorySwap
+	}
+	if upd.MemorySwappiness != nil {
+		cur.MemorySwappiness = upd.MemorySwappiness
+	}
+	if upd.CpuShares != 0 {
+		cur.CpuShares = upd.CpuShares
+	}
+	if upd.CpuWeight != 0 {
+		cur.CpuWeight = upd.CpuWeight
+	}
+	if upd.CpuQuota != 0 {
+		cur.CpuQuota = upd.CpuQuota
+	}
+	if upd.CpuPeriod != 0 {
+		cur.CpuPeriod = upd.CpuPeriod
+	}
+	if upd.CpuBurst != nil {
+		cur.CpuBurst = upd.CpuBurst
+	}
+	if upd.CpuRtRuntime != 0 {
+		cur.CpuRtRuntime = upd.CpuRtRuntime
+	}
+	if upd.CpuRtPeriod != 0 {
+		cur.CpuRtPeriod = upd.CpuRtPeriod
+	}
+	if upd.CPUIdle != nil {
+		cur.CPUIdle = upd.CPUIdle
+	}
+	if upd.CpusetCpus != "" {
+		cur.CpusetCpus = upd.CpusetCpus
+	}
+	if upd.CpusetMems != "" {
+		cur.CpusetMems = upd.CpusetMems
+	}
+	if upd.PidsLimit != nil {
+		cur.PidsLimit = upd.PidsLimit
+	}
+	if upd.BlkioWeight != 0 {
+		cur.BlkioWeight = upd.BlkioWeight
+	}
+	if len(upd.BlkioWeightDevice) > 0 {
+		cur.BlkioWeightDevice = upd.BlkioWeightDevice
+	}
+	if len(upd.BlkioThrottleReadBpsDevice) > 0 {
+		cur.BlkioThrottleReadBpsDevice = upd.BlkioThrottleReadBpsDevice
+	}
+	if len(upd.BlkioThrottleWriteBpsDevice) > 0 {
+		cur.BlkioThrottleWriteBpsDevice = upd.BlkioThrottleWriteBpsDevice
+	}
+	if len(upd.BlkioThrottleReadIOPSDevice) > 0 {
+		cur.BlkioThrottleReadIOPSDevice = upd.BlkioThrottleReadIOPSDevice
+	}
+	if len(upd.BlkioThrottleWriteIOPSDevice) > 0 {
+		cur.BlkioThrottleWriteIOPSDevice = upd.BlkioThrottleWriteIOPSDevice
+	}
+	if len(upd.HugetlbLimit) > 0 {
+		cur.HugetlbLimit = upd.HugetlbLimit
+	}
+	for k, v := range upd.Unified {
+		if cur.Unified == nil {
+			cur.Unified = map[string]string{}
+		}
+		cur.Unified[k] = v
+	}
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/urfave/cli/v2"
+)
+
+type argCount int
+
+const (
+	exactArgs argCount = iota
+	minArgs
+	maxArgs
+)
+
+// checkArgs enforces the number of positional arguments, naming the command.
+func checkArgs(c *cli.Context, want int, mode argCount) error {
+	n := c.NArg()
+	var bad bool
+	var what string
+	switch mode {
+	case exactArgs:
+		bad, what = n != want, "exactly"
+	case minArgs:
+		bad, what = n < want, "at least"
+	case maxArgs:
+		bad, what = n > want, "at most"
+	}
+	if !bad {
+		return nil
+	}
+	plural := ""
+	if want != 1 {
+		plural = "s"
+	}
+	return fmt.Errorf("%s: %s %d argument%s expected, %d given (see 'maka %s --help')", c.Command.Name, what, want, plural, n, c.Command.Name)
+}
+
+// runtimeOf returns the state root chosen by the global --root flag.
+func runtimeOf(c *cli.Context) (*libmaka.Runtime, error) {
+	root, err := filepath.Abs(c.String("root"))
+	if err != nil {
+		return nil, fmt.Errorf("--root: %w", err)
+	}
+	return &libmaka.Runtime{Root: root}, nil
+}
+
+// loadContainer loads the container named by the first argument.
+func loadContainer(c *cli.Context) (*libmaka.Container, error) {
+	rt, err := runtimeOf(c)
+	if err != nil {
+		return nil, err
+	}
+	return rt.Load(c.Args().First())
+}
+
+// absPath makes a user-given path absolute before maka changes directory.
+func absPath(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	return filepath.Abs(p)
+}
+
+// checkHostSupport refuses the global modes maka does not implement, at the
+// point where they would matter (creating a container).
+func checkHostSupport(c *cli.Context) error {
+	if c.Bool("systemd-cgroup") {
+		return errors.New("--systemd-cgroup: the systemd cgroup driver is not supported by maka; use the cgroupfs driver (omit the flag)")
+	}
+	switch c.String("rootless") {
+	case "true":
+		return errors.New("--rootless=true: rootless containers are not supported by maka")
+	case "false", "auto", "":
+	default:
+		return fmt.Errorf("--rootless: invalid value %q (want true, false or auto)", c.String("rootless"))
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("maka must run as root: rootless containers are not supported")
+	}
+	return libmaka.CheckCgroupV2()
+}
