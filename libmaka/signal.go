@@ -24,5 +24,44 @@ func ParseSignal(s string) (unix.Signal, error) {
 	if sig := unix.SignalNum(name); sig != 0 {
 		return sig, nil
 	}
+	if sig, ok := realtimeSignal(name); ok {
+		return sig, nil
+	}
 	return 0, fmt.Errorf("unknown signal %q", s)
+}
+
+// glibc reserves 32 and 33; user-visible realtime signals are 34..64.
+const sigRtMin, sigRtMax = 34, 64
+
+// realtimeSignal parses SIGRTMIN, SIGRTMIN+N, SIGRTMAX and SIGRTMAX-N.
+func realtimeSignal(name string) (unix.Signal, bool) {
+	for _, base := range []struct {
+		prefix string
+		value  int
+		sign   int
+	}{{"SIGRTMIN", sigRtMin, 1}, {"SIGRTMAX", sigRtMax, -1}} {
+		rest, ok := strings.CutPrefix(name, base.prefix)
+		if !ok {
+			continue
+		}
+		n := 0
+		if rest != "" {
+			op := "+"
+			if base.sign < 0 {
+				op = "-"
+			}
+			num, ok := strings.CutPrefix(rest, op)
+			v, err := strconv.Atoi(num)
+			if !ok || err != nil || v < 0 {
+				return 0, false
+			}
+			n = v
+		}
+		sig := base.value + base.sign*n
+		if sig < sigRtMin || sig > sigRtMax {
+			return 0, false
+		}
+		return unix.Signal(sig), true
+	}
+	return 0, false
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,10 +54,13 @@ func describeJSONError(data []byte, err error) string {
 	case errors.As(err, &syn):
 		off = syn.Offset
 	case errors.As(err, &typ):
-		off = typ.Offset
-		if typ.Field != "" {
-			return fmt.Sprintf("field %s: cannot use a JSON %s as %s (%s)", typ.Field, typ.Value, typ.Type, lineCol(data, off))
+		field := typ.Field
+		if field == "" {
+			field = "(document)"
 		}
+		return fmt.Sprintf("field %s: cannot use a JSON %s as %s (%s)", field, typ.Value, typ.Type, lineCol(data, typ.Offset))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Sprintf("unexpected end of data, the document is truncated (%s)", lineCol(data, int64(len(data))))
 	}
 	if off < 0 {
 		return err.Error()

@@ -1,0 +1,156 @@
+package specconv
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/runc/libcontainer/configs"
+	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+func exampleSpec(t testing.TB) *specs.Spec {
+	t.Helper()
+	s := rspecconv.Example()
+	s.Process.Terminal = false
+	return s
+}
+
+func TestLoadSpecErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadSpec(dir); err == nil || !strings.Contains(err.Error(), "config.json not found") {
+		t.Fatalf("missing config.json: err = %v", err)
+	}
+	cases := map[string]string{
+		`{"ociVersion": "1.0.0",`:          "line 1",
+		"{\n \"process\": {\"args\": 3}\n}": "process.args",
+		`{} {}`:                             "trailing data",
+		`[1]`:                               "cannot use",
+	}
+	for doc, want := range cases {
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadSpec(dir)
+		if err == nil || !strings.Contains(err.Error(), "malformed JSON") || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadSpec(%q): err = %v; want malformed JSON mentioning %q", doc, err, want)
+		}
+	}
+}
+
+func TestValidateNamesFields(t *testing.T) {
+	s := exampleSpec(t)
+	s.Version = ""
+	s.Process.Args = nil
+	s.Process.Cwd = "relative"
+	s.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_BOGUS"}}
+	err := Validate(s)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, field := range []string{"ociVersion", "process.args", "process.cwd", "process.rlimits[0].type"} {
+		if !strings.Contains(err.Error(), field) {
+			t.Errorf("error %q does not name %s", err, field)
+		}
+	}
+	if err := Validate(&specs.Spec{Version: "1.0.0"}); err == nil || !strings.Contains(err.Error(), "root.path") || !strings.Contains(err.Error(), "process: must be set") {
+		t.Errorf("empty spec: err = %v", err)
+	}
+}
+
+func TestToLibcontainerMovesPoststart(t *testing.T) {
+	s := exampleSpec(t)
+	s.Root.Path = t.TempDir()
+	s.Hooks = &specs.Hooks{
+		Poststart: []specs.Hook{{Path: "/bin/true"}},
+		Poststop:  []specs.Hook{{Path: "/bin/false"}},
+	}
+	out, err := ToLibcontainer(s, Options{ID: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Poststart) != 1 || out.Poststart[0].Path != "/bin/true" {
+		t.Errorf("Poststart = %+v", out.Poststart)
+	}
+	if out.Config.HasHook(configs.Poststart) {
+		t.Error("poststart hooks left in libcontainer's config: it would run them at create")
+	}
+	if !out.Config.HasHook(configs.Poststop) {
+		t.Error("poststop hooks lost")
+	}
+	if out.Config.Cgroups.Name != "c1" {
+		t.Errorf("cgroup name = %q", out.Config.Cgroups.Name)
+	}
+}
+
+func TestToLibcontainerResources(t *testing.T) {
+	s := exampleSpec(t)
+	s.Root.Path = t.TempDir()
+	mem, swap, pids := int64(64<<20), int64(64<<20), int64(64)
+	quota, period := int64(50000), uint64(100000)
+	s.Linux.Resources = &specs.LinuxResources{
+		Memory: &specs.LinuxMemory{Limit: &mem, Swap: &swap},
+		Pids:   &specs.LinuxPids{Limit: &pids},
+		CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
+	}
+	out, err := ToLibcontainer(s, Options{ID: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Config.Cgroups.Resources
+	if r.Memory != mem || r.MemorySwap != swap || r.PidsLimit == nil || *r.PidsLimit != pids || r.CpuQuota != quota || r.CpuPeriod != period {
+		t.Errorf("resources = %+v", r)
+	}
+}
+
+func TestNewProcess(t *testing.T) {
+	p := &specs.Process{
+		Args: []string{"sh"}, Cwd: "/", Env: []string{"A=1"},
+		User:    specs.User{UID: 1000, GID: 100, AdditionalGids: []uint32{5, 6}},
+		Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 512}},
+	}
+	lp, err := NewProcess(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !lp.Init || lp.UID != 1000 || lp.GID != 100 || len(lp.AdditionalGroups) != 2 || lp.Cwd != "/" {
+		t.Errorf("process = %+v", lp)
+	}
+	if len(lp.Rlimits) != 1 || lp.Rlimits[0].Type != 7 || lp.Rlimits[0].Soft != 512 {
+		t.Errorf("rlimits = %+v", lp.Rlimits)
+	}
+	if _, err := NewProcess(&specs.Process{Cwd: "/"}, false); err == nil || !strings.Contains(err.Error(), "process.args") {
+		t.Errorf("empty args: err = %v", err)
+	}
+}
+
+// FuzzParseSpec: any byte string either decodes or gives an error naming
+// config.json; what decodes either converts or gives an error; nothing panics.
+func FuzzParseSpec(f *testing.F) {
+	base, _ := json.Marshal(rspecconv.Example())
+	f.Add(base)
+	f.Add([]byte(`{"ociVersion":"1.3.0","process":{"args":["sh"],"cwd":"/"},"root":{"path":"rootfs"},"linux":{}}`))
+	f.Add([]byte(`{"process":{"rlimits":[{"type":"RLIMIT_X"}]}}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spec, err := ParseSpec("config.json", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "config.json: ") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if err := Validate(spec); err != nil {
+			if !strings.Contains(err.Error(), ": ") {
+				t.Fatalf("validation error names no field: %v", err)
+			}
+			return
+		}
+		if spec.Process != nil {
+			_, _ = NewProcess(spec.Process, true)
+		}
+	})
+}

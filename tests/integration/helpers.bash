@@ -1,0 +1,359 @@
+#!/bin/bash
+# Shared helpers of the maka integration tests (bats).  Load with `load helpers`.
+#
+# Environment (set by `make integration`):
+#   MAKA_BINARY    the maka binary under test (default: <repo>/maka)
+#   MAKA_FIXTURES  directory holding rootfs/ built by make-rootfs.sh
+#                  (default: <repo>/build/fixtures)
+#   MAKA_ROOT      --root state directory (default: per test file, under
+#                  $BATS_FILE_TMPDIR, else /run/maka-test)
+#
+# A test file that defines its own setup_file/teardown_file must call
+# maka_setup_file / maka_teardown_file from them.
+
+MAKA_REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+: "${MAKA_BINARY:=$MAKA_REPO/maka}"
+: "${MAKA_FIXTURES:=$MAKA_REPO/build/fixtures}"
+if [ -z "${MAKA_ROOT:-}" ]; then
+  if [ -n "${BATS_FILE_TMPDIR:-}" ]; then
+    MAKA_ROOT=$BATS_FILE_TMPDIR/maka-root
+  else
+    MAKA_ROOT=/run/maka-test
+  fi
+fi
+export MAKA_BINARY MAKA_FIXTURES MAKA_ROOT
+
+# maka ARGS...: the runtime under test with the per-file state directory.
+maka() {
+  "$MAKA_BINARY" --root "$MAKA_ROOT" "$@"
+}
+
+# setup_rootfs: copy the fixture rootfs once per test file into a tmpfs
+# directory and export MAKA_ROOTFS (absolute path of the copy).
+setup_rootfs() {
+  [ -n "${MAKA_ROOTFS:-}" ] && [ -d "$MAKA_ROOTFS" ] && return 0
+  [ -d "$MAKA_FIXTURES/rootfs" ] || {
+    echo "helpers: $MAKA_FIXTURES/rootfs missing: run 'make fixtures'" >&2
+    return 1
+  }
+  local base=${BATS_FILE_TMPDIR:-}
+  if [ -z "$base" ] || [ "$(stat -fc %T "$base")" != tmpfs ]; then
+    base=$(mktemp -d /dev/shm/maka-test.XXXXXX)
+    export MAKA_ROOTFS_TMP=$base      # removed by maka_teardown_file
+  fi
+  cp -a "$MAKA_FIXTURES/rootfs" "$base/rootfs"
+  export MAKA_ROOTFS=$base/rootfs
+}
+
+maka_setup_file() {
+  mkdir -p "$MAKA_ROOT"
+  setup_rootfs
+}
+
+maka_teardown_file() {
+  local id
+  if [ -d "$MAKA_ROOT" ] && [ -x "$MAKA_BINARY" ]; then
+    for id in $(maka list -q 2>/dev/null); do
+      teardown_container "$id"
+    done
+  fi
+  if [ -n "${MAKA_ROOTFS_TMP:-}" ]; then
+    rm -rf "$MAKA_ROOTFS_TMP"
+  fi
+}
+
+setup_file() { maka_setup_file; }
+teardown_file() { maka_teardown_file; }
+
+# base_config: the default spec, as `runc spec` (runc v1.5.3, OCI 1.3.0)
+# prints it on a cgroup v2 host.  Used when `maka spec` is not available.
+base_config() {
+  local cfg
+  cfg=$(cat <<'JSON'
+{
+	"ociVersion": "1.3.0",
+	"process": {
+		"terminal": true,
+		"user": {
+			"uid": 0,
+			"gid": 0
+		},
+		"args": [
+			"sh"
+		],
+		"env": [
+			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"TERM=xterm"
+		],
+		"cwd": "/",
+		"capabilities": {
+			"bounding": [
+				"CAP_AUDIT_WRITE",
+				"CAP_KILL",
+				"CAP_NET_BIND_SERVICE"
+			],
+			"effective": [
+				"CAP_AUDIT_WRITE",
+				"CAP_KILL",
+				"CAP_NET_BIND_SERVICE"
+			],
+			"permitted": [
+				"CAP_AUDIT_WRITE",
+				"CAP_KILL",
+				"CAP_NET_BIND_SERVICE"
+			]
+		},
+		"rlimits": [
+			{
+				"type": "RLIMIT_NOFILE",
+				"hard": 1024,
+				"soft": 1024
+			}
+		],
+		"noNewPrivileges": true
+	},
+	"root": {
+		"path": "rootfs",
+		"readonly": true
+	},
+	"hostname": "runc",
+	"mounts": [
+		{
+			"destination": "/proc",
+			"type": "proc",
+			"source": "proc"
+		},
+		{
+			"destination": "/dev",
+			"type": "tmpfs",
+			"source": "tmpfs",
+			"options": [
+				"nosuid",
+				"strictatime",
+				"mode=755",
+				"size=65536k"
+			]
+		},
+		{
+			"destination": "/dev/pts",
+			"type": "devpts",
+			"source": "devpts",
+			"options": [
+				"nosuid",
+				"noexec",
+				"newinstance",
+				"ptmxmode=0666",
+				"mode=0620",
+				"gid=5"
+			]
+		},
+		{
+			"destination": "/dev/shm",
+			"type": "tmpfs",
+			"source": "shm",
+			"options": [
+				"nosuid",
+				"noexec",
+				"nodev",
+				"mode=1777",
+				"size=65536k"
+			]
+		},
+		{
+			"destination": "/dev/mqueue",
+			"type": "mqueue",
+			"source": "mqueue",
+			"options": [
+				"nosuid",
+				"noexec",
+				"nodev"
+			]
+		},
+		{
+			"destination": "/sys",
+			"type": "sysfs",
+			"source": "sysfs",
+			"options": [
+				"nosuid",
+				"noexec",
+				"nodev",
+				"ro"
+			]
+		},
+		{
+			"destination": "/sys/fs/cgroup",
+			"type": "cgroup",
+			"source": "cgroup",
+			"options": [
+				"nosuid",
+				"noexec",
+				"nodev",
+				"relatime",
+				"ro"
+			]
+		}
+	],
+	"linux": {
+		"resources": {
+			"devices": [
+				{
+					"allow": false,
+					"access": "rwm"
+				}
+			]
+		},
+		"namespaces": [
+			{
+				"type": "pid"
+			},
+			{
+				"type": "network"
+			},
+			{
+				"type": "ipc"
+			},
+			{
+				"type": "uts"
+			},
+			{
+				"type": "mount"
+			},
+			{
+				"type": "cgroup"
+			}
+		],
+		"maskedPaths": [
+			"/proc/acpi",
+			"/proc/asound",
+			"/proc/kcore",
+			"/proc/keys",
+			"/proc/latency_stats",
+			"/proc/timer_list",
+			"/proc/timer_stats",
+			"/proc/sched_debug",
+			"/sys/firmware",
+			"/proc/scsi"
+		],
+		"readonlyPaths": [
+			"/proc/bus",
+			"/proc/fs",
+			"/proc/irq",
+			"/proc/sys",
+			"/proc/sysrq-trigger"
+		]
+	}
+}
+JSON
+)
+  if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
+    printf '%s\n' "$cfg"
+  else  # like runc: no cgroup namespace on a cgroup v1 host
+    jq --tab 'del(.linux.namespaces[] | select(.type == "cgroup"))' <<<"$cfg"
+  fi
+}
+
+# make_bundle DIR [ARGS...]: DIR/config.json running ARGS (default /bin/true)
+# without a terminal, on the per-file read-only rootfs copy.  The base is the
+# output of `maka spec --bundle DIR`, or base_config if that fails (or if
+# MAKA_SPEC_FALLBACK=1).
+make_bundle() {
+  local dir=$1; shift
+  [ $# -gt 0 ] || set -- /bin/true
+  setup_rootfs
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  rm -f "$dir/config.json"
+  if [ "${MAKA_SPEC_FALLBACK:-0}" = 1 ] || ! [ -x "$MAKA_BINARY" ] ||
+     ! "$MAKA_BINARY" spec --bundle "$dir" >/dev/null 2>&1 || ! [ -s "$dir/config.json" ]; then
+    base_config > "$dir/config.json"
+  fi
+  local a args i=0 named=()
+  for a in "$@"; do named+=(--arg "$i" "$a"); i=$((i + 1)); done
+  args=$(jq -cn "${named[@]}" '[$ARGS.named | to_entries[] | {k: (.key | tonumber), v: .value}]
+    | sort_by(.k) | map(.v)')
+  update_config "$dir" '.process.args = $args | .process.terminal = false
+    | .root = {path: $rootfs, readonly: true}' \
+    --argjson args "$args" --arg rootfs "$MAKA_ROOTFS"
+}
+
+# update_config DIR JQ_FILTER [JQ_OPTIONS...]: rewrite DIR/config.json in place.
+update_config() {
+  local dir=$1 filter=$2; shift 2
+  local tmp
+  tmp=$(mktemp "$dir/.config.json.XXXXXX")
+  if jq --tab "$@" "$filter" "$dir/config.json" > "$tmp"; then
+    mv "$tmp" "$dir/config.json"
+  else
+    rm -f "$tmp"
+    return 1
+  fi
+}
+
+# container_pid ID: pid of the container's init, from `maka state`.
+container_pid() {
+  local pid
+  pid=$(maka state "$1" | jq -r '.pid') || return 1
+  [ -n "$pid" ] && [ "$pid" != null ] && [ "$pid" != 0 ] || {
+    echo "helpers: container $1 has no pid" >&2
+    return 1
+  }
+  echo "$pid"
+}
+
+# cgroup_path_of ID: the container's cgroup v2 path relative to the cgroup
+# root (as in /proc/PID/cgroup, e.g. /maka/ID), from its init's pid.
+cgroup_path_of() {
+  local pid path
+  pid=$(container_pid "$1") || return 1
+  path=$(sed -n 's/^0:://p' "/proc/$pid/cgroup") || return 1
+  [ -n "$path" ] || { echo "helpers: no cgroup v2 entry for pid $pid" >&2; return 1; }
+  echo "$path"
+}
+
+# cgroup_dir_of ID: absolute directory of the container's cgroup.
+cgroup_dir_of() {
+  local path
+  path=$(cgroup_path_of "$1") || return 1
+  echo "/sys/fs/cgroup${path%/}"
+}
+
+# cgroup_file ID FILE: contents of FILE (e.g. memory.max) in the container's cgroup.
+cgroup_file() {
+  local d
+  d=$(cgroup_dir_of "$1") || return 1
+  cat "$d/$2"
+}
+
+# wait_for_status ID STATUS [TIMEOUT_SECONDS=30]: poll `maka state` until the
+# container has STATUS (created, running, paused, stopped).
+wait_for_status() {
+  local id=$1 want=$2 timeout=${3:-30} got=
+  local deadline=$((SECONDS + timeout))
+  while :; do
+    got=$(maka state "$id" 2>/dev/null | jq -r '.status' 2>/dev/null) || got=
+    [ "$got" = "$want" ] && return 0
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "helpers: container $id is '${got:-?}', not '$want', after ${timeout}s" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
+# teardown_container ID: remove the container whatever its state.
+teardown_container() {
+  maka delete --force "$1" >/dev/null 2>&1 || true
+}
+
+require_root() {
+  [ "$(id -u)" = 0 ] || skip "needs root"
+}
+
+require_cgroup2() {
+  [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] || skip "needs a cgroup v2 (unified) host"
+}
+
+# require_binary: skip when the maka binary has not been built yet.
+require_binary() {
+  [ -x "$MAKA_BINARY" ] || skip "$MAKA_BINARY not built"
+}
