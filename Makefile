@@ -21,6 +21,10 @@ TESTS ?= tests/integration
 BATS_FLAGS ?=
 BATS_DEFAULT_FLAGS := --timing --print-output-on-failure
 INTEGRATION_LOG := $(CURDIR)/build/integration.tap
+# A hung test fails alone instead of stalling the suite; the guest as a whole
+# is bounded too (CI stops at 90 minutes).
+export BATS_TEST_TIMEOUT ?= 240
+export VM_TIMEOUT ?= 3000
 
 DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2 \
@@ -50,7 +54,7 @@ unit:
 # One guest boot for the whole suite (or subset) when the host is not
 # cgroup v2 only.  The TAP output is kept in build/integration.tap.
 integration: build fixtures
-	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES); \
+	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES) MAKA_RUNC=$$(command -v runc || true) MAKA_CRUN=$$(command -v crun || true); \
 	if [ "$$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then \
 		runner=(); echo "integration: cgroup v2 host, running bats directly"; \
 	else \

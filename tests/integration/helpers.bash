@@ -357,3 +357,16 @@ require_cgroup2() {
 require_binary() {
   [ -x "$MAKA_BINARY" ] || skip "$MAKA_BINARY not built"
 }
+
+# maka_io ARGS...: run maka with the container's stdio on a log file.
+# A container process inherits maka's stdout/stderr (as with runc), so under
+# bats' `run`, whose output is a pipe, a long-lived container would keep the
+# pipe open and `run` would wait for it. The log's content is printed once
+# maka returns, so `run maka_io create ...` still sees maka's messages.
+maka_io() {
+  local log rc=0
+  log=$(mktemp "${BATS_TEST_TMPDIR:-/tmp}/maka-io.XXXXXX")
+  "$MAKA_BINARY" --root "$MAKA_ROOT" "$@" </dev/null >"$log" 2>&1 || rc=$?
+  cat "$log"
+  return $rc
+}
