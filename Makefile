@@ -30,7 +30,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2 \
 	util-linux procps runc crun python3 socat
 
-.PHONY: all build maka static fixtures unit integration test deps lint clean
+.PHONY: all build maka static fixtures unit integration test demo deps lint clean
 
 all: build
 
@@ -69,6 +69,12 @@ integration: build fixtures
 	echo "integration: $$((pass - skip)) passed, $$fail failed, $$skip skipped"; \
 	if [ $$rc -eq 0 ] && [ $$((pass + fail)) -eq 0 ]; then echo "integration: no test ran" >&2; rc=1; fi; \
 	exit $$rc
+
+# One real container, end to end (in the guest unless this host is cgroup v2).
+demo: build fixtures
+	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES); \
+	if [ "$$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then scripts/demo.sh; \
+	else tests/vm/run.sh scripts/demo.sh; fi
 
 test: unit
 	$(MAKE) --no-print-directory integration

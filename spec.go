@@ -30,6 +30,7 @@ EXAMPLE:
 			return err
 		}
 		spec := rspecconv.Example()
+		spec.Hostname = "maka"
 		if c.Bool("rootless") {
 			rspecconv.ToRootless(spec)
 		}
