@@ -1,0 +1,62 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/cgroups"
+)
+
+func TestFilterPsTable(t *testing.T) {
+	out := []byte("UID   PID  PPID  C STIME TTY TIME CMD\n" +
+		"root    1     0  0 10:00 ?   00:00:01 /sbin/init\n" +
+		"root  420     1  0 10:00 ?   00:00:00 sleep 100\n" +
+		"root  421   420  0 10:00 ?   00:00:00 sh -c 420\n")
+	got, err := filterPsTable(out, []int{420})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "UID   PID  PPID  C STIME TTY TIME CMD\nroot  420     1  0 10:00 ?   00:00:00 sleep 100\n"
+	if string(got) != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if _, err := filterPsTable([]byte("USER COMMAND\nroot x\n"), nil); err == nil || !strings.Contains(err.Error(), "PID column") {
+		t.Errorf("no PID column: err = %v", err)
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	got := mergeEnv([]string{"PATH=/bin", "A=1", "B=2"}, []string{"A=9", "C=3", "B"})
+	want := []string{"PATH=/bin", "A=9", "B", "C=3"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestParseUser(t *testing.T) {
+	for in, want := range map[string][2]uint32{"0": {0, 0}, "1000": {1000, 0}, "1000:100": {1000, 100}} {
+		uid, gid, err := parseUser(in)
+		if err != nil || uid != want[0] || gid != want[1] {
+			t.Errorf("parseUser(%q) = %d, %d, %v", in, uid, gid, err)
+		}
+	}
+	for _, in := range []string{"", "root", "1000:", ":1", "-1", "1:x"} {
+		if _, _, err := parseUser(in); err == nil {
+			t.Errorf("parseUser(%q): want an error", in)
+		}
+	}
+}
+
+func TestMergeResourcesOnlyChangesWhatIsSet(t *testing.T) {
+	pids := int64(64)
+	cur := &cgroups.Resources{Memory: 1 << 30, MemorySwap: 1 << 30, PidsLimit: &pids, CpuQuota: 200000, CpuPeriod: 100000}
+	newPids := int64(10)
+	mergeResources(cur, &cgroups.Resources{PidsLimit: &newPids, CpusetCpus: "0"})
+	if cur.Memory != 1<<30 || cur.MemorySwap != 1<<30 || cur.CpuQuota != 200000 || cur.CpuPeriod != 100000 {
+		t.Errorf("unrelated limits changed: %+v", cur)
+	}
+	if *cur.PidsLimit != 10 || cur.CpusetCpus != "0" {
+		t.Errorf("update not applied: pids %d cpus %q", *cur.PidsLimit, cur.CpusetCpus)
+	}
+}
