@@ -1,0 +1,330 @@
+package libmaka
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Profile names, after Kubernetes' Pod Security Standards.
+const (
+	ProfileRestricted = "restricted"
+	ProfileBaseline   = "baseline"
+)
+
+// DefaultPolicyFile is read when --policy is not given (if it exists).
+const DefaultPolicyFile = "/etc/maka/policy.json"
+
+// Policy is the whitelist a Boundary is checked against, and the defaults
+// it fills in where config.json is silent.
+type Policy struct {
+	Profile string `json:"profile"`
+	// Capabilities a process may hold (any set).
+	Capabilities []string `json:"capabilities"`
+	// BindPaths are host paths (and what is below them) that may be bound.
+	BindPaths []PathRule `json:"bindPaths"`
+	// NetworkModes allowed: closed, netns, host.
+	NetworkModes []string `json:"networkModes"`
+	// Devices (container paths) that may be created beyond the defaults.
+	Devices []string `json:"devices"`
+	// Sysctls allowed: exact names or prefixes ending in "*" ("net.ipv4.*").
+	Sysctls []string `json:"sysctls"`
+	// Hooks: whether config.json may ask for OCI hooks (they run on the host).
+	Hooks bool `json:"hooks"`
+	// WritableRootfs: whether root.readonly may be false.
+	WritableRootfs bool `json:"writableRootfs"`
+	// DefaultLimits apply where config.json is silent; MaxLimits are ceilings.
+	DefaultLimits Limits `json:"defaultLimits"`
+	MaxLimits     Limits `json:"maxLimits"`
+	// OnViolation: deny (record and refuse) or kill (also destroy the sandbox).
+	OnViolation string `json:"onViolation"`
+	// Audit: "" or "files" (record writes aimed at read-only paths).
+	Audit string `json:"audit"`
+}
+
+// PathRule allows binding Path (and anything below it) read-only ("ro") or
+// also read-write ("rw").
+type PathRule struct {
+	Path string `json:"path"`
+	Mode string `json:"mode"`
+}
+
+const (
+	mib = int64(1) << 20
+	gib = int64(1) << 30
+)
+
+// The default limits of both profiles: 1 GiB memory, no swap, 256 pids,
+// 2 CPUs, 128 MiB per writable tmpfs, 180 s.
+var defaultLimits = Limits{Memory: gib, Swap: 0, Pids: 256, Cpus: 2, TmpfsSize: 128 * mib, Timeout: 180}
+
+// defaultCapabilities is the container default set of Podman, containerd
+// and Docker: what `baseline` allows.
+var defaultCapabilities = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
+	"CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
+	"CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+}
+
+// Host paths that may never be bound, whatever the policy says: binding
+// them hands the sandbox the host. sensitiveTrees are refused with
+// everything below them and every parent of them; sensitiveDirs are refused
+// as themselves and their parents (a file deep below /usr may be fine).
+var (
+	sensitiveTrees = []string{
+		"/proc", "/sys", "/dev", "/boot", "/etc", "/root", "/lib/modules",
+		"/var/lib/maka", "/run/maka", "/var/run/docker.sock", "/run/docker.sock",
+		"/run/containerd/containerd.sock", "/run/podman/podman.sock", "/run/systemd", "/run/dbus",
+	}
+	sensitiveDirs = []string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/run", "/var", "/var/run", "/var/lib", "/home"}
+)
+
+// BuiltinPolicy returns a built-in profile.
+func BuiltinPolicy(profile string) (*Policy, error) {
+	switch profile {
+	case ProfileRestricted:
+		return &Policy{
+			Profile:       ProfileRestricted,
+			Capabilities:  []string{},
+			BindPaths:     []PathRule{},
+			NetworkModes:  []string{NetworkClosed},
+			Devices:       []string{},
+			Sysctls:       []string{},
+			DefaultLimits: defaultLimits,
+			MaxLimits:     Limits{Memory: 4 * gib, Swap: 0, Pids: 1024, Cpus: 4, TmpfsSize: gib, Timeout: 3600},
+			OnViolation:   "kill",
+		}, nil
+	case ProfileBaseline:
+		return &Policy{
+			Profile:      ProfileBaseline,
+			Capabilities: slices.Clone(defaultCapabilities),
+			// Where Podman, containerd and the CRI keep the files they bind
+			// into containers (hosts, resolv.conf, hostname, secrets).
+			BindPaths: []PathRule{
+				{Path: "/var/lib/containers", Mode: "rw"},
+				{Path: "/var/lib/containerd", Mode: "rw"},
+				{Path: "/run/containers", Mode: "rw"},
+				{Path: "/run/containerd", Mode: "rw"},
+				{Path: "/var/lib/kubelet/pods", Mode: "rw"},
+			},
+			NetworkModes:   []string{NetworkClosed, NetworkNetns},
+			Devices:        []string{},
+			Sysctls:        []string{"net.ipv4.ping_group_range", "net.ipv4.ip_unprivileged_port_start", "net.ipv4.ip_local_port_range", "net.ipv4.tcp_syncookies", "kernel.shm_rmid_forced"},
+			Hooks:          true,
+			WritableRootfs: true,
+			DefaultLimits:  defaultLimits,
+			MaxLimits:      Limits{Memory: 64 * gib, Swap: 64 * gib, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
+			OnViolation:    "deny",
+		}, nil
+	}
+	return nil, fmt.Errorf("profile: unknown profile %q (want %s or %s)", profile, ProfileRestricted, ProfileBaseline)
+}
+
+// policyFile is the on-disk form: a profile, and any item to replace.
+type policyFile struct {
+	Profile        string      `json:"profile"`
+	Capabilities   *[]string   `json:"capabilities"`
+	BindPaths      *[]PathRule `json:"bindPaths"`
+	NetworkModes   *[]string   `json:"networkModes"`
+	Devices        *[]string   `json:"devices"`
+	Sysctls        *[]string   `json:"sysctls"`
+	Hooks          *bool       `json:"hooks"`
+	WritableRootfs *bool       `json:"writableRootfs"`
+	DefaultLimits  *Limits     `json:"defaultLimits"`
+	MaxLimits      *Limits     `json:"maxLimits"`
+	OnViolation    *string     `json:"onViolation"`
+	Audit          *string     `json:"audit"`
+}
+
+// LoadPolicy reads a policy file. An empty path means the default file if
+// it exists, else the restricted profile.
+func LoadPolicy(path string) (*Policy, error) {
+	explicit := path != ""
+	if !explicit {
+		path = DefaultPolicyFile
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !explicit && errors.Is(err, os.ErrNotExist) {
+			return BuiltinPolicy(ProfileRestricted)
+		}
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	p, err := ParsePolicy(data)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// ParsePolicy decodes a policy document; errors name the field.
+func ParsePolicy(data []byte) (*Policy, error) {
+	var f policyFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("malformed policy: %w", err)
+	}
+	if f.Profile == "" {
+		f.Profile = ProfileRestricted
+	}
+	p, err := BuiltinPolicy(f.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if f.Capabilities != nil {
+		p.Capabilities = *f.Capabilities
+	}
+	if f.BindPaths != nil {
+		p.BindPaths = *f.BindPaths
+	}
+	if f.NetworkModes != nil {
+		p.NetworkModes = *f.NetworkModes
+	}
+	if f.Devices != nil {
+		p.Devices = *f.Devices
+	}
+	if f.Sysctls != nil {
+		p.Sysctls = *f.Sysctls
+	}
+	if f.Hooks != nil {
+		p.Hooks = *f.Hooks
+	}
+	if f.WritableRootfs != nil {
+		p.WritableRootfs = *f.WritableRootfs
+	}
+	if f.DefaultLimits != nil {
+		p.DefaultLimits = *f.DefaultLimits
+	}
+	if f.MaxLimits != nil {
+		p.MaxLimits = *f.MaxLimits
+	}
+	if f.OnViolation != nil {
+		p.OnViolation = *f.OnViolation
+	}
+	if f.Audit != nil {
+		p.Audit = *f.Audit
+	}
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// validate checks the policy itself; each error names the field.
+func (p *Policy) validate() error {
+	var errs []string
+	for i, c := range p.Capabilities {
+		if !strings.HasPrefix(c, "CAP_") || strings.ToUpper(c) != c {
+			errs = append(errs, fmt.Sprintf("capabilities[%d]: %q is not a capability name (CAP_...)", i, c))
+		}
+	}
+	for i, r := range p.BindPaths {
+		if !strings.HasPrefix(r.Path, "/") {
+			errs = append(errs, fmt.Sprintf("bindPaths[%d].path: %q is not absolute", i, r.Path))
+		}
+		if r.Mode != "ro" && r.Mode != "rw" {
+			errs = append(errs, fmt.Sprintf("bindPaths[%d].mode: %q is not ro or rw", i, r.Mode))
+		}
+	}
+	for i, m := range p.NetworkModes {
+		if m != NetworkClosed && m != NetworkNetns && m != NetworkHost {
+			errs = append(errs, fmt.Sprintf("networkModes[%d]: %q is not closed, netns or host", i, m))
+		}
+	}
+	for _, l := range []struct {
+		name string
+		v    Limits
+	}{{"defaultLimits", p.DefaultLimits}, {"maxLimits", p.MaxLimits}} {
+		if l.v.Memory < 0 || l.v.Pids < 0 || l.v.Cpus < 0 || l.v.TmpfsSize < 0 || l.v.Timeout < 0 || l.v.Swap < -1 {
+			errs = append(errs, l.name+": limits must not be negative (swap: -1 means unlimited)")
+		}
+	}
+	if p.OnViolation != "deny" && p.OnViolation != "kill" {
+		errs = append(errs, fmt.Sprintf("onViolation: %q is not deny or kill", p.OnViolation))
+	}
+	if p.Audit != "" && p.Audit != "files" {
+		errs = append(errs, fmt.Sprintf("audit: %q is not \"\" or files", p.Audit))
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Tighten returns the policy a container annotation (org.maka.profile)
+// asks for: only a stricter profile is accepted.
+func (p *Policy) Tighten(profile string) (*Policy, error) {
+	if profile == "" || profile == p.Profile {
+		return p, nil
+	}
+	if profile == ProfileRestricted {
+		return BuiltinPolicy(ProfileRestricted)
+	}
+	if _, err := BuiltinPolicy(profile); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("profile %s is looser than the policy's %s: an annotation may only tighten the profile", profile, p.Profile)
+}
+
+// AllowsCapability reports whether cap is on the whitelist.
+func (p *Policy) AllowsCapability(c string) bool {
+	return slices.Contains(p.Capabilities, c)
+}
+
+// AllowsNetwork reports whether the network mode is allowed.
+func (p *Policy) AllowsNetwork(mode string) bool {
+	return slices.Contains(p.NetworkModes, mode)
+}
+
+// AllowsSysctl reports whether the sysctl is on the whitelist.
+func (p *Policy) AllowsSysctl(name string) bool {
+	for _, s := range p.Sysctls {
+		if s == name || (strings.HasSuffix(s, "*") && strings.HasPrefix(name, strings.TrimSuffix(s, "*"))) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowsDevice reports whether the device path may be created.
+func (p *Policy) AllowsDevice(path string) bool {
+	return slices.Contains(p.Devices, path)
+}
+
+// BindRule reports how (if at all) the host path may be bound: "ro", "rw"
+// or "" (not at all).
+func (p *Policy) BindRule(hostPath string) string {
+	for _, s := range sensitiveTrees {
+		if hostPath == s || isBelow(hostPath, s) || isBelow(s, hostPath) || hostPath == "/" {
+			return ""
+		}
+	}
+	for _, s := range sensitiveDirs {
+		if hostPath == s || isBelow(s, hostPath) {
+			return ""
+		}
+	}
+	mode := ""
+	for _, r := range p.BindPaths {
+		if hostPath == r.Path || isBelow(hostPath, r.Path) {
+			if r.Mode == "rw" {
+				return "rw"
+			}
+			mode = "ro"
+		}
+	}
+	return mode
+}
+
+// isBelow reports whether path is strictly below dir.
+func isBelow(path, dir string) bool {
+	if dir == "/" {
+		return path != "/" && strings.HasPrefix(path, "/")
+	}
+	return strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}

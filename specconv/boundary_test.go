@@ -1,0 +1,281 @@
+package specconv
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+func policy(t testing.TB, profile string) *libmaka.Policy {
+	t.Helper()
+	p, err := libmaka.BuiltinPolicy(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sandboxSpec is runc's example spec without capabilities: what restricted accepts.
+func sandboxSpec(t testing.TB) *specs.Spec {
+	s := exampleSpec(t)
+	s.Process.Capabilities = nil
+	return s
+}
+
+func TestRestrictedDefaults(t *testing.T) {
+	s := sandboxSpec(t)
+	s.Process.NoNewPrivileges = false
+	b, err := ToBoundary(s, policy(t, libmaka.ProfileRestricted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Profile != "restricted" || !b.Rootfs.Readonly || b.Network.Mode != libmaka.NetworkClosed {
+		t.Errorf("profile %q rootfs %+v network %+v", b.Profile, b.Rootfs, b.Network)
+	}
+	want := libmaka.Limits{Memory: 1 << 30, Swap: 0, Pids: 256, Cpus: 2, TmpfsSize: 128 << 20, Timeout: 180}
+	if b.Limits != want {
+		t.Errorf("limits = %+v, want %+v", b.Limits, want)
+	}
+	sizes := map[string]int64{}
+	for _, w := range b.Writable {
+		sizes[w.Path] = w.Size
+	}
+	for _, p := range []string{"/tmp", "/run", "/maka/work"} {
+		if sizes[p] != 128<<20 {
+			t.Errorf("writable %s: size %d, want 128 MiB (all: %v)", p, sizes[p], sizes)
+		}
+	}
+	if len(b.Process.Capabilities) != 0 || !b.Process.NoNewPrivileges || !b.Process.NewSession {
+		t.Errorf("process = %+v", b.Process)
+	}
+	r := b.Spec.Linux.Resources
+	if *r.Memory.Limit != 1<<30 || *r.Memory.Swap != 1<<30 || *r.Pids.Limit != 256 || *r.CPU.Quota != 200000 || *r.CPU.Period != 100000 {
+		t.Errorf("enforced resources = mem %d swap %d pids %d cpu %d/%d", *r.Memory.Limit, *r.Memory.Swap, *r.Pids.Limit, *r.CPU.Quota, *r.CPU.Period)
+	}
+	if !containsNS(b.Spec.Linux.Namespaces, specs.CgroupNamespace) {
+		t.Error("no private cgroup namespace in the enforced spec")
+	}
+	if s.Process.NoNewPrivileges || len(s.Mounts) != 7 {
+		t.Error("ToBoundary modified its input")
+	}
+	// The enforced spec converts.
+	s.Root.Path = t.TempDir()
+	b.Spec.Root.Path = s.Root.Path
+	if _, err := ToLibcontainer(b.Spec, Options{ID: "x"}); err != nil {
+		t.Fatalf("enforced spec does not convert: %v", err)
+	}
+}
+
+func containsNS(ns []specs.LinuxNamespace, t specs.LinuxNamespaceType) bool {
+	for _, n := range ns {
+		if n.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+func rejectedItems(t *testing.T, err error) []Item {
+	t.Helper()
+	var rej *RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("want a rejection, got %v", err)
+	}
+	if !strings.HasPrefix(err.Error(), "BOUNDARY_REJECTED: ") {
+		t.Errorf("message does not start with the code: %q", err)
+	}
+	return rej.Verdict.Items
+}
+
+func TestRestrictedRejectsEveryCapabilityWithItsField(t *testing.T) {
+	items := rejectedItems(t, func() error { _, err := ToBoundary(exampleSpec(t), policy(t, "restricted")); return err }())
+	if len(items) != 9 {
+		t.Fatalf("got %d items, want 9 (3 capabilities x 3 sets): %v", len(items), items)
+	}
+	first := items[0]
+	if first.Field != "process.capabilities.bounding[0]" || !strings.Contains(first.Message, "CAP_AUDIT_WRITE is not allowed by profile restricted") || !strings.Contains(first.Allow, `"capabilities"`) {
+		t.Errorf("first item = %+v", first)
+	}
+	if _, err := ToBoundary(exampleSpec(t), policy(t, "baseline")); err != nil {
+		t.Errorf("baseline rejects runc's default capabilities: %v", err)
+	}
+}
+
+func TestEveryPolicyItemIsReported(t *testing.T) {
+	s := sandboxSpec(t)
+	big := int64(64 << 30)
+	pids := int64(100000)
+	quota := int64(1600000)
+	s.Root.Readonly = false
+	s.Linux.Resources = &specs.LinuxResources{
+		Memory: &specs.LinuxMemory{Limit: &big},
+		Pids:   &specs.LinuxPids{Limit: &pids},
+		CPU:    &specs.LinuxCPU{Quota: &quota},
+	}
+	s.Mounts = append(s.Mounts,
+		specs.Mount{Destination: "/host", Type: "bind", Source: "/etc", Options: []string{"rbind", "ro"}},
+		specs.Mount{Destination: "/data", Type: "bind", Source: "/srv/data", Options: []string{"rbind"}},
+		specs.Mount{Destination: "/big", Type: "tmpfs", Source: "tmpfs", Options: []string{"size=8g"}},
+		specs.Mount{Destination: "/disk", Type: "ext4", Source: "/dev/sda1"},
+	)
+	s.Linux.Devices = []specs.LinuxDevice{{Path: "/dev/kvm", Type: "c", Major: 10, Minor: 232}}
+	s.Linux.Sysctl = map[string]string{"kernel.panic": "1"}
+	s.Linux.Namespaces = []specs.LinuxNamespace{{Type: specs.MountNamespace}, {Type: specs.NetworkNamespace, Path: "/var/run/netns/x"}}
+	s.Hooks = &specs.Hooks{Prestart: []specs.Hook{{Path: "/bin/true"}}}
+	s.Annotations = map[string]string{AnnotationTimeout: "99999"}
+	_, err := ToBoundary(s, policy(t, "restricted"))
+	items := rejectedItems(t, err)
+	fields := map[string]bool{}
+	for _, it := range items {
+		fields[it.Field] = true
+	}
+	for _, want := range []string{
+		"root.readonly", "linux.resources.memory.limit", "linux.resources.pids.limit", "linux.resources.cpu.quota",
+		"mounts[7].source", "mounts[8].source", "mounts[9].options[0]", "mounts[10].type",
+		"linux.devices[0]", `linux.sysctl["kernel.panic"]`, "linux.namespaces[1].path", "linux.namespaces",
+		"hooks.prestart[0]", `annotations["org.maka.timeout"]`,
+	} {
+		if !fields[want] {
+			t.Errorf("no item for %s; items: %v", want, items)
+		}
+	}
+	if !strings.Contains(err.Error(), "never allowed") {
+		t.Errorf("binding /etc should be refused as never allowed: %v", err)
+	}
+}
+
+func TestBindRules(t *testing.T) {
+	p := policy(t, "restricted")
+	p.BindPaths = []libmaka.PathRule{{Path: "/srv/ro", Mode: "ro"}, {Path: "/srv/rw", Mode: "rw"}}
+	cases := []struct {
+		src, opt string
+		ok       bool
+	}{
+		{"/srv/ro/x", "ro", true}, {"/srv/ro/x", "rw", false}, {"/srv/rw", "rw", true},
+		{"/srv", "ro", false}, {"/etc/passwd", "ro", false}, {"/", "ro", false}, {"/proc/1/root", "ro", false},
+	}
+	for _, c := range cases {
+		s := sandboxSpec(t)
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/mnt", Type: "bind", Source: c.src, Options: []string{"rbind", c.opt}})
+		_, err := ToBoundary(s, p)
+		if (err == nil) != c.ok {
+			t.Errorf("bind %s (%s): err = %v, want ok=%v", c.src, c.opt, err, c.ok)
+		}
+	}
+}
+
+func TestBaselineAllowsNetnsAndWritableRoot(t *testing.T) {
+	s := exampleSpec(t)
+	s.Root.Readonly = false
+	for i := range s.Linux.Namespaces {
+		if s.Linux.Namespaces[i].Type == specs.NetworkNamespace {
+			s.Linux.Namespaces[i].Path = "/var/run/netns/cni-1"
+		}
+	}
+	b, err := ToBoundary(s, policy(t, "baseline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Network.Mode != libmaka.NetworkNetns || b.Network.Path != "/var/run/netns/cni-1" || b.Rootfs.Readonly {
+		t.Errorf("network %+v rootfs %+v", b.Network, b.Rootfs)
+	}
+	if !reflect.DeepEqual(b.Process.Capabilities, []string{"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"}) {
+		t.Errorf("capabilities = %v", b.Process.Capabilities)
+	}
+}
+
+func TestAnnotationOnlyTightens(t *testing.T) {
+	s := exampleSpec(t)
+	s.Annotations = map[string]string{AnnotationProfile: "restricted"}
+	if _, err := ToBoundary(s, policy(t, "baseline")); err == nil {
+		t.Error("annotation restricted did not tighten baseline")
+	}
+	s = sandboxSpec(t)
+	s.Annotations = map[string]string{AnnotationProfile: "baseline"}
+	_, err := ToBoundary(s, policy(t, "restricted"))
+	if err == nil || !strings.Contains(err.Error(), "only tighten") || !strings.Contains(err.Error(), AnnotationProfile) {
+		t.Errorf("loosening annotation: err = %v", err)
+	}
+}
+
+func TestParsePolicy(t *testing.T) {
+	p, err := libmaka.ParsePolicy([]byte(`{"profile":"restricted","capabilities":["CAP_NET_BIND_SERVICE"],"maxLimits":{"memory":1073741824,"pids":10,"cpus":1,"tmpfsSize":1048576,"timeout":60}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.AllowsCapability("CAP_NET_BIND_SERVICE") || p.MaxLimits.Pids != 10 || p.OnViolation != "kill" {
+		t.Errorf("policy = %+v", p)
+	}
+	for doc, want := range map[string]string{
+		`{"profile":"lax"}`:                        "unknown profile",
+		`{"capabilitys":[]}`:                       "capabilitys",
+		`{"bindPaths":[{"path":"x","mode":"ro"}]}`: "bindPaths[0].path",
+		`{"bindPaths":[{"path":"/x","mode":"w"}]}`: "bindPaths[0].mode",
+		`{"networkModes":["open"]}`:                "networkModes[0]",
+		`{"onViolation":"ignore"}`:                 "onViolation",
+		`{"capabilities":["sys_admin"]}`:           "capabilities[0]",
+		`{"maxLimits":{"memory":-5}}`:              "maxLimits",
+	} {
+		if _, err := libmaka.ParsePolicy([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParsePolicy(%s): err = %v, want one naming %q", doc, err, want)
+		}
+	}
+}
+
+// FuzzParsePolicy: no policy document panics; every error names a field or
+// says the document is malformed.
+func FuzzParsePolicy(f *testing.F) {
+	f.Add([]byte(`{"profile":"baseline","bindPaths":[{"path":"/srv","mode":"ro"}],"sysctls":["net.*"]}`))
+	f.Add([]byte(`{"maxLimits":{"cpus":0.5}}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := libmaka.ParsePolicy(data)
+		if err != nil {
+			if !strings.Contains(err.Error(), ":") && !strings.Contains(err.Error(), "profile") {
+				t.Fatalf("error names nothing: %v", err)
+			}
+			return
+		}
+		if _, err := json.Marshal(p); err != nil {
+			t.Fatal(err)
+		}
+		_, _, _ = Explain(sandboxSpec(t), p)
+	})
+}
+
+// FuzzToBoundary: any config.json compiles or is refused with named fields.
+func FuzzToBoundary(f *testing.F) {
+	base, _ := json.Marshal(sandboxSpec(f))
+	f.Add(base, true)
+	f.Add([]byte(`{"ociVersion":"1.3.0","process":{"args":["sh"],"cwd":"/","capabilities":{"bounding":["CAP_SYS_ADMIN"]}},"root":{"path":"r"},"linux":{"resources":{"memory":{"limit":-1,"swap":-1}}},"mounts":[{"destination":"/x","type":"tmpfs","options":["size=10%"]}]}`), false)
+	f.Fuzz(func(t *testing.T, data []byte, restricted bool) {
+		spec, err := ParseSpec("config.json", data)
+		if err != nil {
+			return
+		}
+		profile := "baseline"
+		if restricted {
+			profile = "restricted"
+		}
+		b, v, err := Explain(spec, policy(t, profile))
+		if err != nil {
+			if !strings.Contains(err.Error(), ": ") {
+				t.Fatalf("error names no field: %v", err)
+			}
+			return
+		}
+		for _, it := range v.Items {
+			if it.Field == "" || it.Message == "" {
+				t.Fatalf("item without field or message: %+v", it)
+			}
+		}
+		if v.Allowed && b.Limits.Memory <= 0 {
+			t.Fatalf("allowed boundary without a memory limit: %+v", b.Limits)
+		}
+	})
+}
