@@ -25,7 +25,7 @@ func TestLoadSpecErrors(t *testing.T) {
 		t.Fatalf("missing config.json: err = %v", err)
 	}
 	cases := map[string]string{
-		`{"ociVersion": "1.0.0",`:          "line 1",
+		`{"ociVersion": "1.0.0",`:           "line 1",
 		"{\n \"process\": {\"args\": 3}\n}": "process.args",
 		`{} {}`:                             "trailing data",
 		`[1]`:                               "cannot use",

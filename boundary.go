@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/specconv"
+	"github.com/urfave/cli/v2"
+)
+
+var boundaryCommand = &cli.Command{
+	Name:  "boundary",
+	Usage: "print the boundary contract a bundle compiles to, and the policy's verdict (creates nothing)",
+	Description: `The contract is what the sandbox may read and write, its network, limits,
+process and namespaces, after the policy's defaults are applied. The verdict
+lists every item of config.json the policy refuses, with its field. The exit
+status is 0 when the policy allows the bundle and 1 when it does not.
+
+EXAMPLE:
+       # maka boundary --bundle /containers/box
+       # maka --policy baseline.json boundary --format json | jq .verdict`,
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "bundle", Aliases: []string{"b"}, Usage: "path to the bundle directory (default: the current directory)"},
+		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "table or json"},
+	},
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 0, exactArgs); err != nil {
+			return err
+		}
+		format := c.String("format")
+		if format != "table" && format != "json" {
+			return fmt.Errorf("--format: invalid value %q (want table or json)", format)
+		}
+		policy, err := loadPolicy(c)
+		if err != nil {
+			return err
+		}
+		bundle := c.String("bundle")
+		if bundle == "" {
+			bundle = "."
+		}
+		spec, err := specconv.LoadSpec(bundle)
+		if err != nil {
+			return err
+		}
+		b, verdict, err := specconv.Explain(spec, policy)
+		if err != nil {
+			return err
+		}
+		if format == "json" {
+			err = printJSON(struct {
+				*libmaka.Boundary
+				Verdict specconv.Verdict `json:"verdict"`
+			}{b, verdict})
+		} else {
+			err = printBoundaryTable(b, verdict)
+		}
+		if err != nil {
+			return err
+		}
+		if !verdict.Allowed {
+			os.Exit(1)
+		}
+		return nil
+	},
+}
+
+// loadPolicy reads --policy, or /etc/maka/policy.json, or the restricted default.
+func loadPolicy(c *cli.Context) (*libmaka.Policy, error) {
+	return libmaka.LoadPolicy(c.String("policy"))
+}
+
+func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
+	w := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
+	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
+	row("profile", "%s", b.Profile)
+	ro := "read-only"
+	if !b.Rootfs.Readonly {
+		ro = "WRITABLE"
+	}
+	row("rootfs", "%s (%s)", b.Rootfs.Path, ro)
+	for _, m := range b.ReadOnly {
+		row("read-only", "%s <- %s", m.Destination, m.Source)
+	}
+	for _, m := range b.Writable {
+		if m.Kind == "tmpfs" {
+			row("writable", "%s (tmpfs, %s)", m.Path, sizeText(m.Size))
+		} else {
+			row("writable", "%s <- %s (bind)", m.Path, m.Source)
+		}
+	}
+	net := b.Network.Mode
+	if b.Network.Path != "" {
+		net += " " + b.Network.Path
+	}
+	row("network", "%s", net)
+	l := b.Limits
+	swap := sizeText(l.Swap)
+	if l.Swap < 0 {
+		swap = "unlimited"
+	}
+	row("limits", "memory %s, swap %s, pids %d, cpus %g, tmpfs %s, timeout %ds", sizeText(l.Memory), swap, l.Pids, l.Cpus, sizeText(l.TmpfsSize), l.Timeout)
+	row("process", "%s (cwd %s, uid %d, gid %d)", strings.Join(b.Process.Args, " "), b.Process.Cwd, b.Process.UID, b.Process.GID)
+	caps := strings.Join(b.Process.Capabilities, " ")
+	if caps == "" {
+		caps = "none"
+	}
+	row("capabilities", "%s; no_new_privs %v", caps, b.Process.NoNewPrivileges)
+	row("env", "%s", strings.Join(b.Process.Env, " "))
+	var ns []string
+	for _, n := range b.Namespaces {
+		s := n.Type
+		if n.Path != "" {
+			s += "=" + n.Path
+		}
+		ns = append(ns, s)
+	}
+	row("namespaces", "%s", strings.Join(ns, " "))
+	row("syscalls", "%s", b.Syscalls.Profile)
+	if v.Allowed {
+		row("verdict", "allowed by profile %s", v.Profile)
+	} else {
+		row("verdict", "REJECTED by profile %s (%d items)", v.Profile, len(v.Items))
+		for _, it := range v.Items {
+			row("", "%s", it.String())
+		}
+	}
+	return w.Flush()
+}
+
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
