@@ -119,7 +119,7 @@ func compile(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, Verdi
 	if v.Items == nil {
 		v.Items = []Item{}
 	}
-	b := summarise(ns, policy, c.timeout)
+	b := summarise(ns, policy, c.timeout, c.defaultSeccomp)
 	if !v.Allowed {
 		return b, v, &RejectedError{Verdict: v}
 	}
@@ -149,6 +149,8 @@ type checker struct {
 	spec    *specs.Spec
 	items   []Item
 	timeout int64
+	// defaultSeccomp: config.json had no seccomp profile, maka's was added.
+	defaultSeccomp bool
 }
 
 func (c *checker) reject(field, allow, format string, args ...any) {
@@ -443,6 +445,10 @@ func (c *checker) checkLinux() {
 			c.reject(fmt.Sprintf("linux.sysctl[%q]", k), fmt.Sprintf(`"sysctls": [..., %q]`, k), "the sysctl %s is not allowed by %s", k, c.profile())
 		}
 	}
+	if l.Seccomp == nil {
+		l.Seccomp = DefaultSeccomp()
+		c.defaultSeccomp = true
+	}
 	if c.policy.Profile == libmaka.ProfileRestricted {
 		l.MaskedPaths = union(l.MaskedPaths, defaultMaskedPaths)
 		l.ReadonlyPaths = union(l.ReadonlyPaths, defaultReadonlyPaths)
@@ -495,7 +501,7 @@ func (c *checker) checkTimeout() {
 }
 
 // summarise reads the normalised spec back as a contract.
-func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64) *libmaka.Boundary {
+func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSeccomp bool) *libmaka.Boundary {
 	b := &libmaka.Boundary{
 		Profile:  policy.Profile,
 		Rootfs:   libmaka.Rootfs{Path: s.Root.Path, Readonly: s.Root.Readonly},
@@ -567,6 +573,14 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64) *libmaka.Bo
 	b.Syscalls = libmaka.Syscalls{Profile: "none"}
 	if sc := s.Linux.Seccomp; sc != nil {
 		b.Syscalls = libmaka.Syscalls{Profile: "config", DefaultAction: string(sc.DefaultAction)}
+		if defaultSeccomp {
+			b.Syscalls.Profile = "default"
+		}
+		for _, rule := range sc.Syscalls {
+			if rule.Action != specs.ActAllow && len(rule.Args) == 0 {
+				b.Syscalls.Denied += len(rule.Names)
+			}
+		}
 	}
 	return b
 }

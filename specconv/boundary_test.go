@@ -279,3 +279,29 @@ func FuzzToBoundary(f *testing.F) {
 		}
 	})
 }
+
+func TestDefaultSeccompWhenConfigHasNone(t *testing.T) {
+	b, err := ToBoundary(sandboxSpec(t), policy(t, "restricted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Syscalls.Profile != "default" || b.Syscalls.Denied < 40 || b.Spec.Linux.Seccomp == nil {
+		t.Fatalf("syscalls = %+v", b.Syscalls)
+	}
+	// It compiles with libcontainer's converter.
+	b.Spec.Root.Path = t.TempDir()
+	out, err := ToLibcontainer(b.Spec, Options{ID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Config.Seccomp == nil || len(out.Config.Seccomp.Syscalls) < 40 {
+		t.Fatalf("libcontainer seccomp = %+v", out.Config.Seccomp)
+	}
+	// A profile from config.json is kept as it is.
+	s := sandboxSpec(t)
+	s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActErrno}
+	b, err = ToBoundary(s, policy(t, "restricted"))
+	if err != nil || b.Syscalls.Profile != "config" || b.Spec.Linux.Seccomp.DefaultAction != specs.ActErrno {
+		t.Fatalf("config profile replaced: %+v, %v", b.Syscalls, err)
+	}
+}
