@@ -35,14 +35,14 @@ func TestMergeEnv(t *testing.T) {
 }
 
 func TestParseUser(t *testing.T) {
-	for in, want := range map[string][2]uint32{"0": {0, 0}, "1000": {1000, 0}, "1000:100": {1000, 100}} {
-		uid, gid, err := parseUser(in)
-		if err != nil || uid != want[0] || gid != want[1] {
-			t.Errorf("parseUser(%q) = %d, %d, %v", in, uid, gid, err)
+	for in, want := range map[string][3]uint32{"0": {0, 0, 0}, "1000": {1000, 0, 0}, "1000:100": {1000, 100, 1}} {
+		uid, gid, hasGid, err := parseUser(in)
+		if err != nil || uid != want[0] || gid != want[1] || hasGid != (want[2] == 1) {
+			t.Errorf("parseUser(%q) = %d, %d, %v, %v", in, uid, gid, hasGid, err)
 		}
 	}
 	for _, in := range []string{"", "root", "1000:", ":1", "-1", "1:x"} {
-		if _, _, err := parseUser(in); err == nil {
+		if _, _, _, err := parseUser(in); err == nil {
 			t.Errorf("parseUser(%q): want an error", in)
 		}
 	}

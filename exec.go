@@ -14,6 +14,15 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// The repeatable flags' long and short forms are two flags sharing one
+// value (in order), not aliases: urfave/cli v2 refuses a command line that
+// mixes an alias with its flag ("--env A=1 -e B=2"), which runc accepts.
+var (
+	execEnv  = cli.NewStringSlice()
+	execGids = cli.NewInt64Slice()
+	execCaps = cli.NewStringSlice()
+)
+
 var execCommand = &cli.Command{
 	Name:      "exec",
 	Usage:     "run a new process inside a running container",
@@ -29,25 +38,33 @@ EXAMPLE:
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "console-socket", Usage: "path to an AF_UNIX socket which will receive a file descriptor referencing the master end of the console's pseudoterminal"},
 		&cli.StringFlag{Name: "cwd", Usage: "current working directory in the container"},
-		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "set an environment variable (NAME=value; repeatable)"},
+		&cli.StringSliceFlag{Name: "env", Usage: "set an environment variable (NAME=value; repeatable; short form -e)", Value: cli.NewStringSlice(), Destination: execEnv},
+		&cli.StringSliceFlag{Name: "e", Hidden: true, Value: cli.NewStringSlice(), Destination: execEnv},
 		&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "allocate a pseudo-TTY"},
 		&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "UID[:GID] to run the process as"},
-		&cli.Int64SliceFlag{Name: "additional-gids", Aliases: []string{"g"}, Usage: "additional gids (repeatable)"},
+		&cli.Int64SliceFlag{Name: "additional-gids", Usage: "additional gids (repeatable; short form -g)", Value: cli.NewInt64Slice(), Destination: execGids},
+		&cli.Int64SliceFlag{Name: "g", Hidden: true, Value: cli.NewInt64Slice(), Destination: execGids},
 		&cli.StringFlag{Name: "process", Aliases: []string{"p"}, Usage: "path to a process.json (runtime-spec process object)"},
 		&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "detach from the process"},
 		&cli.StringFlag{Name: "pid-file", Usage: "file to write the process's pid to (written atomically)"},
 		&cli.StringFlag{Name: "process-label", Usage: "SELinux label for the process"},
 		&cli.StringFlag{Name: "apparmor", Usage: "AppArmor profile for the process"},
 		&cli.BoolFlag{Name: "no-new-privs", Usage: "set no_new_privs for the process"},
-		&cli.StringSliceFlag{Name: "cap", Aliases: []string{"c"}, Usage: "add a capability to the bounding, effective, permitted and (without --user) ambient sets (repeatable)"},
+		&cli.StringSliceFlag{Name: "cap", Usage: "add a capability to the bounding, effective and permitted sets, and to the ambient set if the process has an inheritable set (repeatable; short form -c)", Value: cli.NewStringSlice(), Destination: execCaps},
+		&cli.StringSliceFlag{Name: "c", Hidden: true, Value: cli.NewStringSlice(), Destination: execCaps},
 		&cli.IntFlag{Name: "preserve-fds", Usage: "pass N additional file descriptors to the process"},
 		&cli.BoolFlag{Name: "ignore-paused", Usage: "allow exec in a paused container"},
 	},
 	SkipFlagParsing: false,
 	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, minArgs); err != nil {
+			return err
+		}
 		status, err := execProcess(c)
 		if err != nil {
-			return err
+			// As runc: a failed exec exits 255, so that callers can tell
+			// it from the process's own status.
+			fatalWithCode(fmt.Errorf("exec failed: %w", err), 255)
 		}
 		if status != 0 {
 			os.Exit(status)
@@ -57,9 +74,6 @@ EXAMPLE:
 }
 
 func execProcess(c *cli.Context) (int, error) {
-	if err := checkArgs(c, 1, minArgs); err != nil {
-		return 1, err
-	}
 	pidFile, err := absPath(c.String("pid-file"))
 	if err != nil {
 		return 1, err
@@ -155,16 +169,13 @@ func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
 	}
 	p.Env = mergeEnv(p.Env, c.StringSlice("env"))
 	if u := c.String("user"); u != "" {
-		uid, gid, err := parseUser(u)
+		uid, gid, hasGid, err := parseUser(u)
 		if err != nil {
 			return nil, err
 		}
-		p.User.UID, p.User.GID = uid, gid
-		if p.Capabilities != nil {
-			// As runc: an explicit user gets no ambient capabilities.
-			caps := *p.Capabilities
-			caps.Ambient = nil
-			p.Capabilities = &caps
+		p.User.UID = uid
+		if hasGid {
+			p.User.GID = gid
 		}
 	}
 	for _, g := range c.Int64Slice("additional-gids") {
@@ -186,7 +197,9 @@ func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
 			pc.Bounding = append(pc.Bounding, cp)
 			pc.Effective = append(pc.Effective, cp)
 			pc.Permitted = append(pc.Permitted, cp)
-			if c.String("user") == "" {
+			// As runc: ambient only when the spec has an inheritable set
+			// (an ambient capability must also be inheritable).
+			if pc.Inheritable != nil {
 				pc.Ambient = append(pc.Ambient, cp)
 			}
 		}
@@ -198,8 +211,8 @@ func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
 	if a := c.String("apparmor"); a != "" {
 		p.ApparmorProfile = a
 	}
-	if c.Bool("no-new-privs") {
-		p.NoNewPrivileges = true
+	if c.IsSet("no-new-privs") {
+		p.NoNewPrivileges = c.Bool("no-new-privs")
 	}
 	return &p, nil
 }
@@ -222,20 +235,21 @@ func mergeEnv(env, overrides []string) []string {
 	return out
 }
 
-// parseUser parses --user UID[:GID] (numeric, as runc).
-func parseUser(s string) (uid, gid uint32, err error) {
+// parseUser parses --user UID[:GID] (numeric, as runc); without a GID the
+// process keeps the spec's.
+func parseUser(s string) (uid, gid uint32, hasGid bool, err error) {
 	u, g, hasGid := strings.Cut(s, ":")
 	n, err := strconv.ParseUint(u, 10, 32)
 	if err != nil {
-		return 0, 0, fmt.Errorf("--user %q: UID must be a number", s)
+		return 0, 0, false, fmt.Errorf("--user %q: UID must be a number", s)
 	}
 	uid = uint32(n)
 	if hasGid {
 		m, err := strconv.ParseUint(g, 10, 32)
 		if err != nil {
-			return 0, 0, fmt.Errorf("--user %q: GID must be a number", s)
+			return 0, 0, false, fmt.Errorf("--user %q: GID must be a number", s)
 		}
 		gid = uint32(m)
 	}
-	return uid, gid, nil
+	return uid, gid, hasGid, nil
 }

@@ -83,6 +83,9 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		return 1, err
 	}
 	process.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
+	if err := passListenFds(process); err != nil {
+		return 1, err
+	}
 	if err := passFds(process, c.Int("preserve-fds")); err != nil {
 		return 1, err
 	}
@@ -155,10 +158,13 @@ func runPoststart(ctr *libmaka.Container) {
 		return
 	}
 	st, err := ctr.OCIState()
-	if err == nil {
-		err = libmaka.RunHooks("poststart", ctr.Record.Poststart, st)
-	}
 	if err != nil {
+		logrus.Warnf("container %s: poststart hooks: %v", ctr.ID(), err)
+		return
+	}
+	// "the remaining hooks and lifecycle continue as if the hook had
+	// succeeded": one failure does not skip the hooks after it.
+	for _, err := range libmaka.RunHooksAll("poststart", ctr.Record.Poststart, st) {
 		logrus.Warnf("container %s: %v", ctr.ID(), err)
 	}
 }
@@ -174,22 +180,38 @@ func destroy(ctr *libmaka.Container) {
 	}
 }
 
-// passFds hands LISTEN_FDS (socket activation) and --preserve-fds to the
-// container: fds 3..3+LISTEN_FDS-1 then the next preserve-fds ones.
+// passListenFds hands the caller's socket-activation fds to the container, as
+// runc does for create and run (not exec): only when LISTEN_PID names this
+// process (systemd sets it so; a stale LISTEN_FDS inherited from elsewhere is
+// ignored). The container gets fds 3..3+LISTEN_FDS-1, LISTEN_FDS and
+// LISTEN_PID=1. Call it before passFds.
+func passListenFds(p *libcontainer.Process) error {
+	s := os.Getenv("LISTEN_FDS")
+	if s == "" || os.Getenv("LISTEN_PID") != strconv.Itoa(os.Getpid()) {
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("LISTEN_FDS: invalid value %q", s)
+	}
+	if n == 0 {
+		return nil
+	}
+	p.Env = append(p.Env, "LISTEN_FDS="+s, "LISTEN_PID=1")
+	for fd := 3; fd < 3+n; fd++ {
+		p.ExtraFiles = append(p.ExtraFiles, os.NewFile(uintptr(fd), "listen-fd"+strconv.Itoa(fd)))
+	}
+	return nil
+}
+
+// passFds hands --preserve-fds N to the container: the N fds that follow
+// stdio and any fds already in p.ExtraFiles (LISTEN_FDS).
 func passFds(p *libcontainer.Process, preserve int) error {
 	if preserve < 0 {
 		return fmt.Errorf("--preserve-fds: %d is negative", preserve)
 	}
-	listen := 0
-	if s := os.Getenv("LISTEN_FDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return fmt.Errorf("LISTEN_FDS: invalid value %q", s)
-		}
-		listen = n
-		p.Env = append(p.Env, "LISTEN_FDS="+s, "LISTEN_PID=1")
-	}
-	for fd := 3; fd < 3+listen+preserve; fd++ {
+	first := 3 + len(p.ExtraFiles)
+	for fd := first; fd < first+preserve; fd++ {
 		p.ExtraFiles = append(p.ExtraFiles, os.NewFile(uintptr(fd), "fd"+strconv.Itoa(fd)))
 	}
 	return nil

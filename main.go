@@ -58,6 +58,8 @@ func newApp() *cli.App {
 		Usage:                usage,
 		Version:              versionText(),
 		EnableBashCompletion: true,
+		// As runc: `exec --env A=1,2` is one variable, not "A=1" and "2".
+		DisableSliceFlagSeparator: true,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "debug", Usage: "enable debug logging"},
 			&cli.StringFlag{Name: "log", Usage: "write the log to this file instead of stderr (default: stderr)"},

@@ -47,12 +47,20 @@ EXAMPLE:
 			return fmt.Errorf("--format: invalid value %q (want table or json)", c.String("format"))
 		}
 		psArgs := c.Args().Tail()
+		if len(psArgs) > 0 && psArgs[0] == "--" {
+			// `maka ps ID -- -o pid,comm`: "--" ends maka's options, it is
+			// not one for ps(1), which would refuse it.
+			psArgs = psArgs[1:]
+		}
 		if len(psArgs) == 0 {
 			psArgs = []string{"-ef"}
 		}
-		out, err := exec.Command("ps", psArgs...).Output()
+		var stderr bytes.Buffer
+		cmd := exec.Command("ps", psArgs...)
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil {
-			return fmt.Errorf("ps %s: running ps %s: %w", ctr.ID(), strings.Join(psArgs, " "), err)
+			return fmt.Errorf("ps %s: running ps %s: %w: %s", ctr.ID(), strings.Join(psArgs, " "), err, strings.TrimSpace(stderr.String()))
 		}
 		table, err := filterPsTable(out, pids)
 		if err != nil {

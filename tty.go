@@ -28,16 +28,19 @@ type stdio struct {
 	parentSock    *os.File // our end of the socketpair (foreground tty)
 	childSock     *os.File // handed to libcontainer
 	master        console.Console
+	host          console.Console // maka's own terminal, if any
+	received      chan recvResult // the pty master, received while the container starts
 	restore       func()
 	copyDone      chan struct{}
 }
 
 func setupStdio(p *libcontainer.Process, terminal, detach bool, consoleSocket string) (*stdio, error) {
 	s := &stdio{}
+	if consoleSocket != "" && (!terminal || !detach) {
+		// As runc: the socket receives the terminal of a detached process only.
+		return nil, errors.New("--console-socket: cannot be used unless maka detaches and allocates a terminal (process.terminal, exec --tty)")
+	}
 	if !terminal {
-		if consoleSocket != "" {
-			return nil, errors.New("--console-socket: cannot be used when process.terminal is false")
-		}
 		return s, nil
 	}
 	p.Stdin, p.Stdout, p.Stderr = nil, nil, nil
@@ -66,7 +69,36 @@ func setupStdio(p *libcontainer.Process, terminal, detach bool, consoleSocket st
 	s.childSock = os.NewFile(uintptr(fds[1]), "console-child")
 	p.ConsoleSocket = s.childSock
 	s.foregroundTTY = true
+	// Receive the master while libcontainer starts the container (init
+	// sends it before it waits to exec the user process), as runc does, so
+	// that ONLCR is off before the process writes anything.
+	s.received = make(chan recvResult, 1)
+	go func(sock *os.File) { s.received <- recvConsole(sock) }(s.parentSock)
 	return s, nil
+}
+
+type recvResult struct {
+	master console.Console
+	err    error
+}
+
+// recvConsole receives the container's pty master on sock and turns off
+// its \n -> \r\n translation (as runc): our own terminal, in raw mode,
+// passes the bytes through unchanged.
+func recvConsole(sock *os.File) recvResult {
+	f, err := libmaka.RecvFd(sock)
+	if err != nil {
+		return recvResult{err: fmt.Errorf("receive the container's terminal: %w", err)}
+	}
+	master, err := console.ConsoleFromFile(f)
+	if err != nil {
+		f.Close()
+		return recvResult{err: fmt.Errorf("container terminal: %w", err)}
+	}
+	if err := console.ClearONLCR(master.Fd()); err != nil {
+		logrus.Debugf("container terminal: clear ONLCR: %v", err)
+	}
+	return recvResult{master: master}
 }
 
 // afterStart closes what the child now holds and, in the foreground tty
@@ -78,22 +110,20 @@ func (s *stdio) afterStart() error {
 	if !s.foregroundTTY {
 		return nil
 	}
-	defer s.parentSock.Close()
-	f, err := libmaka.RecvFd(s.parentSock)
-	if err != nil {
-		return fmt.Errorf("receive the container's terminal: %w", err)
+	r := <-s.received
+	s.parentSock.Close()
+	s.parentSock = nil
+	if r.err != nil {
+		return r.err
 	}
-	master, err := console.ConsoleFromFile(f)
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("container terminal: %w", err)
-	}
+	master := r.master
 	s.master = master
-	if cur, err := console.ConsoleFromFile(os.Stdin); err == nil {
-		if err := cur.SetRaw(); err == nil {
-			s.restore = func() { _ = cur.Reset() }
+	s.host = hostConsole()
+	if s.host != nil {
+		if err := s.host.SetRaw(); err == nil {
+			s.restore = func() { _ = s.host.Reset() }
 		}
-		_ = master.ResizeFrom(cur)
+		s.resize()
 	}
 	s.copyDone = make(chan struct{})
 	var once sync.Once
@@ -105,15 +135,41 @@ func (s *stdio) afterStart() error {
 	return nil
 }
 
-// resize follows our terminal's size (on SIGWINCH).
+// hostConsole is maka's own terminal, as runc finds it: the first of
+// stderr, stdout and stdin that is a terminal, else the controlling
+// terminal; nil when there is none (the container's terminal then keeps
+// process.consoleSize).
+func hostConsole() console.Console {
+	for _, f := range []*os.File{os.Stderr, os.Stdout, os.Stdin} {
+		if c, err := console.ConsoleFromFile(f); err == nil {
+			return c
+		}
+	}
+	f, err := os.Open("/dev/tty")
+	if err != nil {
+		return nil
+	}
+	c, err := console.ConsoleFromFile(f)
+	if err != nil {
+		f.Close()
+		return nil
+	}
+	return c
+}
+
+// resize gives the container's terminal our terminal's size (at start and
+// on SIGWINCH). A terminal without a size (0x0, e.g. a pty nobody sized)
+// does not override process.consoleSize.
 func (s *stdio) resize() {
-	if s.master == nil {
+	if s.master == nil || s.host == nil {
 		return
 	}
-	if cur, err := console.ConsoleFromFile(os.Stdin); err == nil {
-		if err := s.master.ResizeFrom(cur); err != nil {
-			logrus.Debugf("resize terminal: %v", err)
-		}
+	ws, err := s.host.Size()
+	if err != nil || ws.Height == 0 || ws.Width == 0 {
+		return
+	}
+	if err := s.master.Resize(ws); err != nil {
+		logrus.Debugf("resize terminal: %v", err)
 	}
 }
 

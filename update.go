@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 
+	units "github.com/docker/go-units"
 	"github.com/opencontainers/cgroups"
 	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -64,6 +65,13 @@ EXAMPLE:
 		}
 		config := ctr.Config()
 		mergeResources(config.Cgroups.Resources, cg.Resources)
+		if r.Memory.Limit != nil && *r.Memory.Limit == -1 && r.Memory.Swap == nil {
+			// As runc: unlimited memory without a swap value lifts the
+			// swap limit too (instead of "swap limit without memory limit").
+			config.Cgroups.Resources.MemorySwap = 0
+		}
+		// As runc: update never changes the device rules.
+		config.Cgroups.SkipDevices = true
 		if err := ctr.Set(config); err != nil {
 			return fmt.Errorf("update %s: %w", ctr.ID(), err)
 		}
@@ -130,9 +138,25 @@ func updateResources(c *cli.Context) (*specs.LinuxResources, error) {
 	setU("cpu-rt-period", &r.CPU.RealtimePeriod)
 	setI("cpu-rt-runtime", &r.CPU.RealtimeRuntime)
 	setI("cpu-idle", &r.CPU.Idle)
-	setI("memory", &r.Memory.Limit)
-	setI("memory-reservation", &r.Memory.Reservation)
-	setI("memory-swap", &r.Memory.Swap)
+	// Memory sizes take runc's unit suffixes (k, m, g... as docker's RAMInBytes).
+	setBytes := func(flag string, dst **int64) {
+		if err != nil || !c.IsSet(flag) {
+			return
+		}
+		s := c.String(flag)
+		v := int64(-1)
+		if s != "-1" {
+			var e error
+			if v, e = units.RAMInBytes(s); e != nil {
+				err = fmt.Errorf("--%s: %q is not a size in bytes (e.g. 268435456, 256m, 1g, or -1)", flag, s)
+				return
+			}
+		}
+		*dst = &v
+	}
+	setBytes("memory", &r.Memory.Limit)
+	setBytes("memory-reservation", &r.Memory.Reservation)
+	setBytes("memory-swap", &r.Memory.Swap)
 	if c.IsSet("cpuset-cpus") {
 		r.CPU.Cpus = c.String("cpuset-cpus")
 	}
@@ -150,14 +174,37 @@ func updateResources(c *cli.Context) (*specs.LinuxResources, error) {
 		var v *uint64
 		setU("blkio-weight", &v)
 		if v != nil {
-			if *v > 1000 {
-				return nil, fmt.Errorf("--blkio-weight: %d is out of range (10-1000)", *v)
+			if !validBlkioWeight(*v) {
+				return nil, fmt.Errorf("--blkio-weight: %d is out of range (10-1000, or 0 for no change)", *v)
 			}
 			w := uint16(*v)
-			r.BlockIO = &specs.LinuxBlockIO{Weight: &w}
+			if r.BlockIO == nil {
+				r.BlockIO = &specs.LinuxBlockIO{}
+			}
+			r.BlockIO.Weight = &w
 		}
 	}
-	return r, err
+	if err != nil {
+		return nil, err
+	}
+	// libcontainer converts an out-of-range weight to a huge io.weight
+	// (unsigned underflow) that the kernel rejects half-way through Set.
+	if b := r.BlockIO; b != nil {
+		if b.Weight != nil && !validBlkioWeight(uint64(*b.Weight)) {
+			return nil, fmt.Errorf("--resources: blockIO.weight: %d is out of range (10-1000)", *b.Weight)
+		}
+		for i, wd := range b.WeightDevice {
+			if wd.Weight != nil && !validBlkioWeight(uint64(*wd.Weight)) {
+				return nil, fmt.Errorf("--resources: blockIO.weightDevice[%d].weight: %d is out of range (10-1000)", i, *wd.Weight)
+			}
+		}
+	}
+	return r, nil
+}
+
+// validBlkioWeight: 0 (unset) or cgroup v1's blkio.weight range 10-1000.
+func validBlkioWeight(w uint64) bool {
+	return w == 0 || (w >= 10 && w <= 1000)
 }
 
 // mergeResources copies onto cur every limit that upd sets.
@@ -210,20 +257,21 @@ func mergeResources(cur, upd *cgroups.Resources) {
 	if upd.BlkioWeight != 0 {
 		cur.BlkioWeight = upd.BlkioWeight
 	}
-	if len(upd.BlkioWeightDevice) > 0 {
-		cur.BlkioWeightDevice = upd.BlkioWeightDevice
+	// Per-device entries: update the device's entry or add one (as runc).
+	for _, wd := range upd.BlkioWeightDevice {
+		cur.BlkioWeightDevice = upsertWeightDevice(cur.BlkioWeightDevice, wd)
 	}
-	if len(upd.BlkioThrottleReadBpsDevice) > 0 {
-		cur.BlkioThrottleReadBpsDevice = upd.BlkioThrottleReadBpsDevice
+	for _, td := range upd.BlkioThrottleReadBpsDevice {
+		cur.BlkioThrottleReadBpsDevice = upsertThrottleDevice(cur.BlkioThrottleReadBpsDevice, td)
 	}
-	if len(upd.BlkioThrottleWriteBpsDevice) > 0 {
-		cur.BlkioThrottleWriteBpsDevice = upd.BlkioThrottleWriteBpsDevice
+	for _, td := range upd.BlkioThrottleWriteBpsDevice {
+		cur.BlkioThrottleWriteBpsDevice = upsertThrottleDevice(cur.BlkioThrottleWriteBpsDevice, td)
 	}
-	if len(upd.BlkioThrottleReadIOPSDevice) > 0 {
-		cur.BlkioThrottleReadIOPSDevice = upd.BlkioThrottleReadIOPSDevice
+	for _, td := range upd.BlkioThrottleReadIOPSDevice {
+		cur.BlkioThrottleReadIOPSDevice = upsertThrottleDevice(cur.BlkioThrottleReadIOPSDevice, td)
 	}
-	if len(upd.BlkioThrottleWriteIOPSDevice) > 0 {
-		cur.BlkioThrottleWriteIOPSDevice = upd.BlkioThrottleWriteIOPSDevice
+	for _, td := range upd.BlkioThrottleWriteIOPSDevice {
+		cur.BlkioThrottleWriteIOPSDevice = upsertThrottleDevice(cur.BlkioThrottleWriteIOPSDevice, td)
 	}
 	if len(upd.HugetlbLimit) > 0 {
 		cur.HugetlbLimit = upd.HugetlbLimit
@@ -234,4 +282,24 @@ func mergeResources(cur, upd *cgroups.Resources) {
 		}
 		cur.Unified[k] = v
 	}
+}
+
+func upsertWeightDevice(list []*cgroups.WeightDevice, wd *cgroups.WeightDevice) []*cgroups.WeightDevice {
+	for i, d := range list {
+		if d.Major == wd.Major && d.Minor == wd.Minor {
+			list[i] = wd
+			return list
+		}
+	}
+	return append(list, wd)
+}
+
+func upsertThrottleDevice(list []*cgroups.ThrottleDevice, td *cgroups.ThrottleDevice) []*cgroups.ThrottleDevice {
+	for i, d := range list {
+		if d.Major == td.Major && d.Minor == td.Minor {
+			list[i] = td
+			return list
+		}
+	}
+	return append(list, td)
 }

@@ -33,6 +33,8 @@ func containerError(id string, err error) error {
 		return fmt.Errorf("container %s %w", id, ErrExist)
 	case errors.Is(err, libcontainer.ErrNotRunning):
 		return ErrNotRunning
+	case errors.Is(err, libcontainer.ErrInvalidID):
+		return fmt.Errorf("container id %q: %w (allowed: letters, digits, _ + - . and not . or ..)", id, err)
 	}
 	return err
 }

@@ -21,6 +21,11 @@ import (
 // LoadSpec reads and decodes <bundle>/config.json. A malformed document
 // gives an error naming the file and where it broke.
 func LoadSpec(bundle string) (*specs.Spec, error) {
+	if fi, err := os.Stat(bundle); err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", bundle, errors.Unwrap(err))
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("bundle %s: not a directory", bundle)
+	}
 	path := filepath.Join(bundle, "config.json")
 	data, err := os.ReadFile(path)
 	if err != nil {

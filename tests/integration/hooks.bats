@@ -1,0 +1,181 @@
+#!/usr/bin/env bats
+# OCI hooks: each kind runs at its moment of the lifecycle with the state on
+# stdin; failing prestart/createRuntime hooks fail create and leave nothing;
+# a failing poststart hook is only a warning.
+
+load helpers
+
+bats_require_minimum_version 1.5.0
+
+teardown() {
+  local id
+  for id in $(maka list -q 2>/dev/null); do
+    teardown_container "$id"
+  done
+}
+
+# hooks_bundle DIR: a bundle whose every hook runs $DIR/log/hook.sh NAME,
+# which appends NAME to log/order and saves its stdin as log/NAME.json.
+# log/ is bind-mounted at /mnt in the container: startContainer (which runs
+# inside the container) uses it as /mnt/hook.sh, and the container process
+# appends "process" to /mnt/order, then waits for SIGTERM.  The poststart
+# hook first waits (up to 20 s) for that "process" line.
+hooks_bundle() {
+  local dir=$1 log=$1/log
+  mkdir -p "$log"
+  cat >"$log/hook.sh" <<'EOF'
+#!/bin/sh
+# hook.sh NAME [LOGDIR]: LOGDIR defaults to this script's directory.
+name=$1
+dir=${2:-$(dirname "$0")}
+cat >"$dir/$name.json"
+if [ "$name" = poststart ]; then
+  i=0
+  while ! grep -qx process "$dir/order" 2>/dev/null && [ $i -lt 200 ]; do
+    sleep 0.1; i=$((i + 1))
+  done
+fi
+echo "$name" >>"$dir/order"
+EOF
+  chmod 755 "$log/hook.sh"
+  make_bundle "$dir" sh -c 'echo process >>/mnt/order; trap "exit 0" TERM; sleep 100 & wait'
+  local h=$log/hook.sh
+  update_config "$dir" '
+    .mounts += [{destination: "/mnt", type: "bind", source: $log, options: ["rbind", "rw"]}]
+    | .hooks = {
+        prestart:        [{path: $h, args: ["hook.sh", "prestart"]}],
+        createRuntime:   [{path: $h, args: ["hook.sh", "createRuntime"]}],
+        createContainer: [{path: $h, args: ["hook.sh", "createContainer"]}],
+        startContainer:  [{path: "/mnt/hook.sh", args: ["hook.sh", "startContainer", "/mnt"]}],
+        poststart:       [{path: $h, args: ["hook.sh", "poststart"]}],
+        poststop:        [{path: $h, args: ["hook.sh", "poststop"]}]
+      }' --arg log "$log" --arg h "$h"
+}
+
+order() {
+  tr '\n' ' ' <"$1/log/order" 2>/dev/null
+}
+
+@test "hooks run in order with the state on stdin: create runs prestart/createRuntime/createContainer, start runs startContainer then poststart (after the process started), delete runs poststop" {
+  local b=$BATS_TEST_TMPDIR/b
+  hooks_bundle "$b"
+  run maka_io create -b "$b" hk1
+  [ "$status" -eq 0 ]
+  # poststart must not have run at create
+  [ "$(order "$b")" = "prestart createRuntime createContainer " ]
+  [ ! -e "$b/log/poststart.json" ]
+  local pid
+  pid=$(container_pid hk1)
+  local h
+  for h in prestart createRuntime createContainer; do
+    [ "$(jq -r .id "$b/log/$h.json")" = hk1 ]
+    [ "$(jq -r .bundle "$b/log/$h.json")" = "$b" ]
+    [ "$(jq -r .status "$b/log/$h.json")" = creating ]
+    [ -n "$(jq -r .ociVersion "$b/log/$h.json")" ]
+  done
+  # prestart and createRuntime run in the runtime's namespace: the init's host pid
+  [ "$(jq -r .pid "$b/log/prestart.json")" = "$pid" ]
+  [ "$(jq -r .pid "$b/log/createRuntime.json")" = "$pid" ]
+
+  run maka start hk1
+  [ "$status" -eq 0 ]
+  # start returns after poststart ran, and poststart ran after the process wrote its line
+  [ "$(order "$b")" = "prestart createRuntime createContainer startContainer process poststart " ]
+  [ "$(jq -r .status "$b/log/poststart.json")" = running ]
+  [ "$(jq -r .pid "$b/log/poststart.json")" = "$pid" ]
+  [ "$(jq -r .id "$b/log/startContainer.json")" = hk1 ]
+  [ "$(maka state hk1 | jq -r .status)" = running ]
+
+  run maka kill hk1 TERM
+  [ "$status" -eq 0 ]
+  wait_for_status hk1 stopped
+  [ ! -e "$b/log/poststop.json" ]
+  run maka delete hk1
+  [ "$status" -eq 0 ]
+  [ "$(order "$b")" = "prestart createRuntime createContainer startContainer process poststart poststop " ]
+  [ "$(jq -r .status "$b/log/poststop.json")" = stopped ]
+  [ "$(jq -r .id "$b/log/poststop.json")" = hk1 ]
+}
+
+@test "run -d runs every start-side hook, poststart after the process started" {
+  local b=$BATS_TEST_TMPDIR/b
+  hooks_bundle "$b"
+  run maka_io run -d -b "$b" hk2
+  [ "$status" -eq 0 ]
+  [ "$(order "$b")" = "prestart createRuntime createContainer startContainer process poststart " ]
+  [ "$(jq -r .status "$b/log/poststart.json")" = running ]
+  run maka delete --force hk2
+  [ "$status" -eq 0 ]
+  [ "$(order "$b")" = "prestart createRuntime createContainer startContainer process poststart poststop " ]
+}
+
+# assert_nothing_left ID: no state dir, no cgroup named ID, no waiting init.
+assert_nothing_left() {
+  local id=$1 p
+  [ ! -e "$MAKA_ROOT/$id" ] || { echo "state dir $MAKA_ROOT/$id left" >&2; return 1; }
+  [ -z "$(find /sys/fs/cgroup -type d -name "$id" 2>/dev/null)" ] || { echo "cgroup of $id left" >&2; return 1; }
+  for p in /proc/[0-9]*; do
+    if [ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "$MAKA_BINARY init " ]; then
+      echo "process ${p#/proc/} ($MAKA_BINARY init) left" >&2
+      return 1
+    fi
+  done
+  run maka list -q
+  [ -z "$output" ]
+}
+
+@test "a failing prestart hook fails create, naming the hook, and leaves nothing behind" {
+  local b=$BATS_TEST_TMPDIR/b
+  hooks_bundle "$b"
+  update_config "$b" '.hooks.prestart = [{path: "/bin/sh", args: ["sh", "-c", "echo prestart-broke >&2; exit 3"]}]'
+  run maka_io create -b "$b" hk-pre
+  [ "$status" -eq 1 ]
+  [[ "$output" == *prestart* ]]
+  [[ "$output" == *prestart-broke* ]]
+  assert_nothing_left hk-pre
+  local o
+  o=$(order "$b")
+  echo "hooks run: $o"
+  [[ "$o" != *createRuntime* && "$o" != *createContainer* && "$o" != *startContainer* && "$o" != *process* && "$o" != *poststart* ]]
+}
+
+@test "a failing createRuntime hook fails create and leaves nothing behind" {
+  local b=$BATS_TEST_TMPDIR/b
+  hooks_bundle "$b"
+  update_config "$b" '.hooks.createRuntime = [{path: "/bin/false", args: ["false"]}]'
+  run maka_io create -b "$b" hk-cr
+  [ "$status" -eq 1 ]
+  [[ "$output" == *createRuntime* ]]
+  assert_nothing_left hk-cr
+  # prestart ran; nothing after createRuntime did (poststop may: the
+  # failed container is deleted)
+  local o
+  o=$(order "$b")
+  echo "hooks run: $o"
+  [[ "$o" == "prestart "* ]]
+  [[ "$o" != *createContainer* && "$o" != *startContainer* && "$o" != *process* && "$o" != *poststart* ]]
+}
+
+@test "a failing poststart hook is only a warning: start succeeds, the container runs, the next poststart hook runs" {
+  local b=$BATS_TEST_TMPDIR/b
+  hooks_bundle "$b"
+  update_config "$b" '.hooks.poststart = [{path: "/bin/sh", args: ["sh", "-c", "echo poststart-broke >&2; exit 4"]}] + .hooks.poststart'
+  run maka_io create -b "$b" hk-post
+  [ "$status" -eq 0 ]
+  run --separate-stderr maka start hk-post
+  [ "$status" -eq 0 ]
+  [[ "$stderr" == *poststart* ]]
+  [[ "$stderr" == *poststart-broke* ]]
+  [ "$(maka state hk-post | jq -r .status)" = running ]
+  [ "$(order "$b")" = "prestart createRuntime createContainer startContainer process poststart " ]
+}
+
+@test "a poststart hook that fails under run -d does not stop the container either" {
+  local b=$BATS_TEST_TMPDIR/b
+  hooks_bundle "$b"
+  update_config "$b" '.hooks.poststart = [{path: "/bin/false", args: ["false"]}]'
+  run maka_io run -d -b "$b" hk-post2
+  [ "$status" -eq 0 ]
+  [[ "$output" == *poststart* ]]
+  [ "$(maka state hk-post2 | jq -r .status)" = running ]
+}

@@ -1,0 +1,230 @@
+#!/usr/bin/env bats
+# `maka update`: the single-value flags and --resources FILE|- change the
+# running container's cgroup v2 files, and only what is given changes.
+
+load helpers
+
+MiB=1048576
+
+setup_file() {
+  maka_setup_file
+  make_bundle "$BATS_FILE_TMPDIR/b" sh -c 'trap "exit 0" TERM; sleep 1000 & wait'
+  update_config "$BATS_FILE_TMPDIR/b" '.linux.resources += {
+      memory: {limit: (128 * $mib), swap: (128 * $mib)},
+      pids: {limit: 100},
+      cpu: {shares: 1024, quota: 50000, period: 100000, cpus: "0-1"}
+    }' --argjson mib "$MiB"
+  maka_io run -d --bundle "$BATS_FILE_TMPDIR/b" u1
+  wait_for_status u1 running
+  # The cgroup directory does not move: look it up once.
+  export U1_CGROUP
+  U1_CGROUP=$(cgroup_dir_of u1)
+}
+
+# cg FILE: the file's content in u1's cgroup.
+cg() {
+  cat "$U1_CGROUP/$1"
+}
+
+# expect FILE WANT
+expect() {
+  local got
+  got=$(cg "$1") || return 1
+  if [ "$got" != "$2" ]; then
+    echo "$1: got '$got', want '$2'" >&2
+    return 1
+  fi
+}
+
+# snapshot: every limit this file touches, one "file=value" per line.
+snapshot() {
+  local f
+  for f in memory.max memory.swap.max memory.low memory.high pids.max cpu.max cpu.weight cpuset.cpus io.weight; do
+    echo "$f=$(cg "$f" | tr '\n' ' ')"
+  done
+}
+
+@test "the container starts with the limits of its config.json" {
+  expect memory.max $((128 * MiB))
+  expect memory.swap.max 0
+  expect pids.max 100
+  expect cpu.max "50000 100000"
+  expect cpu.weight 100
+  expect cpuset.cpus 0-1
+}
+
+@test "update --memory and --memory-swap set memory.max and memory.swap.max (swap minus memory)" {
+  run maka update --memory $((100 * MiB)) --memory-swap $((200 * MiB)) u1
+  [ "$status" -eq 0 ]
+  expect memory.max $((100 * MiB))
+  expect memory.swap.max $((100 * MiB))
+}
+
+@test "update memory flags take runc's unit suffixes (96M, 1g)" {
+  run maka update --memory 96M --memory-swap 1g u1
+  [ "$status" -eq 0 ]
+  expect memory.max $((96 * MiB))
+  expect memory.swap.max $((1024 * MiB - 96 * MiB))
+}
+
+@test "update --memory -1 without --memory-swap lifts both memory and swap limits (as runc)" {
+  run maka update --memory -1 u1
+  [ "$status" -eq 0 ]
+  expect memory.max max
+  expect memory.swap.max max
+  run maka update --memory 96M --memory-swap 1g u1
+  [ "$status" -eq 0 ]
+  expect memory.max $((96 * MiB))
+  expect memory.swap.max $((1024 * MiB - 96 * MiB))
+}
+
+@test "update --memory-swap -1 lifts the swap limit; --memory-reservation sets memory.low" {
+  run maka update --memory-swap -1 --memory-reservation $((16 * MiB)) u1
+  [ "$status" -eq 0 ]
+  expect memory.swap.max max
+  expect memory.low $((16 * MiB))
+  expect memory.max $((96 * MiB))
+}
+
+@test "update --pids-limit sets pids.max; -1 removes the limit" {
+  run maka update --pids-limit 42 u1
+  [ "$status" -eq 0 ]
+  expect pids.max 42
+  run maka update --pids-limit -1 u1
+  [ "$status" -eq 0 ]
+  expect pids.max max
+}
+
+@test "update --cpu-quota and --cpu-period set cpu.max; one alone keeps the other" {
+  run maka update --cpu-quota 20000 --cpu-period 50000 u1
+  [ "$status" -eq 0 ]
+  expect cpu.max "20000 50000"
+  run maka update --cpu-quota 30000 u1
+  [ "$status" -eq 0 ]
+  expect cpu.max "30000 50000"
+  run maka update --cpu-period 200000 u1
+  [ "$status" -eq 0 ]
+  expect cpu.max "30000 200000"
+  run maka update --cpu-quota -1 u1
+  [ "$status" -eq 0 ]
+  expect cpu.max "max 200000"
+}
+
+@test "update --cpu-share sets cpu.weight with runc's conversion (512 -> 59)" {
+  run maka update --cpu-share 512 u1
+  [ "$status" -eq 0 ]
+  expect cpu.weight 59
+}
+
+@test "update --cpuset-cpus sets cpuset.cpus" {
+  run maka update --cpuset-cpus 1 u1
+  [ "$status" -eq 0 ]
+  expect cpuset.cpus 1
+  run maka update --cpuset-cpus 0 u1
+  [ "$status" -eq 0 ]
+  expect cpuset.cpus 0
+}
+
+@test "update --blkio-weight sets io.weight (converted to 1-10000)" {
+  [ -e "$U1_CGROUP/io.weight" ] || skip "no io.weight (io controller or iocost missing)"
+  run maka update --blkio-weight 500 u1
+  [ "$status" -eq 0 ]
+  if [ -e "$U1_CGROUP/io.bfq.weight" ]; then
+    expect io.bfq.weight "default 500"
+  else
+    expect io.weight "default 4950"
+  fi
+}
+
+@test "update --resources FILE sets every limit the linux.resources JSON names" {
+  cat > "$BATS_TEST_TMPDIR/r.json" <<EOF
+{
+  "memory": {"limit": $((80 * MiB)), "swap": $((80 * MiB))},
+  "pids": {"limit": 55},
+  "cpu": {"quota": 40000, "period": 100000, "shares": 2048},
+  "unified": {"memory.high": "$((70 * MiB))"}
+}
+EOF
+  run maka update --resources "$BATS_TEST_TMPDIR/r.json" u1
+  [ "$status" -eq 0 ]
+  expect memory.max $((80 * MiB))
+  expect memory.swap.max 0
+  expect pids.max 55
+  expect cpu.max "40000 100000"
+  expect cpu.weight 174
+  expect memory.high $((70 * MiB))
+}
+
+@test "update --resources - reads the JSON from stdin" {
+  run maka update --resources - u1 <<<'{"pids": {"limit": 66}, "memory": {"limit": 94371840, "swap": 94371840}}'
+  [ "$status" -eq 0 ]
+  expect pids.max 66
+  expect memory.max 94371840
+  run maka update -r - u1 <<<'{"cpu": {"quota": 25000}}'
+  [ "$status" -eq 0 ]
+  expect cpu.max "25000 100000"
+}
+
+@test "update changes only the given values: every other limit stays" {
+  local before after
+  before=$(snapshot)
+  run maka update --pids-limit 77 u1
+  [ "$status" -eq 0 ]
+  after=$(snapshot)
+  diff <(grep -v '^pids.max=' <<<"$before") <(grep -v '^pids.max=' <<<"$after")
+  expect pids.max 77
+
+  before=$after
+  run maka update --memory $((88 * MiB)) --memory-swap $((88 * MiB)) u1
+  [ "$status" -eq 0 ]
+  after=$(snapshot)
+  diff <(grep -v '^memory.max=' <<<"$before") <(grep -v '^memory.max=' <<<"$after")
+  expect memory.max $((88 * MiB))
+
+  # an empty document changes nothing at all
+  before=$after
+  run maka update --resources - u1 <<<'{}'
+  [ "$status" -eq 0 ]
+  [ "$(snapshot)" = "$before" ]
+}
+
+@test "update with a bad value fails naming the flag and changes nothing" {
+  local before flag val
+  before=$(snapshot)
+  for pair in memory=abc memory-swap=1.5x memory-reservation=lots pids-limit=many \
+      cpu-quota=1.5 cpu-period=-1 cpu-share=-5 blkio-weight=5000 blkio-weight=5 cpu-idle=x; do
+    flag=${pair%%=*} val=${pair#*=}
+    run maka update "--$flag" "$val" u1
+    echo "--$flag $val: status $status: $output"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"$flag"* ]]
+  done
+  echo '{"pids": ' > "$BATS_TEST_TMPDIR/bad.json"
+  run maka update --resources "$BATS_TEST_TMPDIR/bad.json" u1
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"--resources"* ]]
+  run maka update --resources - u1 <<<'{"blockIO": {"weight": 5}}'
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"blockIO.weight"* ]]
+  run maka update --resources "$BATS_TEST_TMPDIR/missing.json" u1
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"missing.json"* ]]
+  [ "$(snapshot)" = "$before" ]
+}
+
+@test "update of a missing container fails with 'does not exist'" {
+  run maka update --pids-limit 10 no-such-ctr
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"container no-such-ctr does not exist"* ]]
+}
+
+@test "update of a stopped container fails with 'not running'" {
+  make_bundle "$BATS_TEST_TMPDIR/s" /bin/true
+  run maka_io run -d --bundle "$BATS_TEST_TMPDIR/s" u-stopped
+  [ "$status" -eq 0 ]
+  wait_for_status u-stopped stopped
+  run maka update --pids-limit 10 u-stopped
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"not running"* ]]
+  teardown_container u-stopped
+}

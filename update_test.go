@@ -1,0 +1,31 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/opencontainers/cgroups"
+)
+
+func TestMergeResourcesUpsertsThrottleDevices(t *testing.T) {
+	cur := &cgroups.Resources{BlkioThrottleReadBpsDevice: []*cgroups.ThrottleDevice{
+		cgroups.NewThrottleDevice(7, 0, 100), cgroups.NewThrottleDevice(8, 0, 200),
+	}}
+	mergeResources(cur, &cgroups.Resources{BlkioThrottleReadBpsDevice: []*cgroups.ThrottleDevice{
+		cgroups.NewThrottleDevice(8, 0, 300), cgroups.NewThrottleDevice(9, 1, 400),
+	}})
+	got := map[string]uint64{}
+	for _, d := range cur.BlkioThrottleReadBpsDevice {
+		got[d.String()] = d.Rate
+	}
+	if len(got) != 3 || got["7:0 100"] != 100 || got["8:0 300"] != 300 || got["9:1 400"] != 400 {
+		t.Errorf("throttle devices after merge: %v", got)
+	}
+}
+
+func TestValidBlkioWeight(t *testing.T) {
+	for w, want := range map[uint64]bool{0: true, 5: false, 9: false, 10: true, 500: true, 1000: true, 1001: false} {
+		if got := validBlkioWeight(w); got != want {
+			t.Errorf("validBlkioWeight(%d) = %v, want %v", w, got, want)
+		}
+	}
+}
