@@ -100,6 +100,11 @@ func execProcess(c *cli.Context) (int, error) {
 	if err != nil {
 		return 1, err
 	}
+	if pol := ctr.Record.Policy; pol != nil {
+		if err := specconv.CheckExec(ps, pol); err != nil {
+			return 1, err
+		}
+	}
 	process, err := specconv.NewProcess(ps, false)
 	if err != nil {
 		return 1, err

@@ -70,15 +70,12 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	if err := os.Chdir(bundle); err != nil {
 		return 1, fmt.Errorf("bundle %s: %w", bundle, err)
 	}
-	conv, err := specconv.ToLibcontainer(spec, specconv.Options{
-		ID:           id,
-		NoPivotRoot:  c.Bool("no-pivot"),
-		NoNewKeyring: c.Bool("no-new-keyring"),
-	})
+	// From here on only the boundary is read, never config.json.
+	boundary, policy, conv, err := compileContract(c, id, spec)
 	if err != nil {
 		return 1, err
 	}
-	process, err := specconv.NewProcess(spec.Process, true)
+	process, err := specconv.NewProcess(boundary.Spec.Process, true)
 	if err != nil {
 		return 1, err
 	}
@@ -89,7 +86,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	if err := passFds(process, c.Int("preserve-fds")); err != nil {
 		return 1, err
 	}
-	io, err := setupStdio(process, spec.Process.Terminal, detach, consoleSocket)
+	io, err := setupStdio(process, boundary.Process.Terminal, detach, consoleSocket)
 	if err != nil {
 		return 1, err
 	}
@@ -103,7 +100,12 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		defer fwd.stop()
 	}
 
-	ctr, err := rt.Create(id, conv.Config, libmaka.Record{Poststart: conv.Poststart, Process: spec.Process})
+	ctr, err := rt.Create(id, conv.Config, libmaka.Record{
+		Poststart: conv.Poststart,
+		Process:   boundary.Spec.Process,
+		Boundary:  boundary,
+		Policy:    policy,
+	})
 	if err != nil {
 		return 1, err
 	}

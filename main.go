@@ -5,10 +5,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
+	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
@@ -67,7 +69,7 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "root", Value: defaultRoot(), Usage: "directory holding the containers' runtime state (must be on tmpfs)"},
 			&cli.BoolFlag{Name: "systemd-cgroup", Usage: "use systemd to manage cgroups (not supported by maka: refused when a container would use it)"},
 			&cli.StringFlag{Name: "rootless", Value: "auto", Usage: "rootless mode: true, false or auto (maka runs as root only; refused when it would matter)"},
-			&cli.StringFlag{Name: "policy", Usage: "boundary policy file (default: /etc/maka/policy.json if it exists, else the built-in restricted profile)"},
+			&cli.StringFlag{Name: "policy", EnvVars: []string{"MAKA_POLICY"}, Usage: "boundary policy file (default: /etc/maka/policy.json if it exists, else the built-in restricted profile)"},
 			&cli.StringFlag{Name: "criu", Hidden: true, Usage: "accepted for runc compatibility; checkpoint/restore is not supported"},
 		},
 		Before: setupLogging,
@@ -143,12 +145,20 @@ func fatal(err error) {
 
 func fatalWithCode(err error, code int) {
 	_, isJSON := logrus.StandardLogger().Formatter.(*logrus.JSONFormatter)
+	entry := logrus.NewEntry(logrus.StandardLogger())
+	var rejected *specconv.RejectedError
+	if errors.As(err, &rejected) {
+		// The code leads whatever wrapped it, and the JSON log carries
+		// the items for machines.
+		err = rejected
+		entry = entry.WithFields(logrus.Fields{"code": specconv.RejectedCode, "items": rejected.Verdict.Items})
+	}
 	if logToStderr && !isJSON {
 		// Plain text on stderr: the message itself, so that it can start
 		// with a machine-readable code (BOUNDARY_REJECTED: ...).
 		fmt.Fprintln(os.Stderr, err.Error())
 	} else {
-		logrus.Error(err)
+		entry.Error(err)
 		if !logToStderr {
 			fmt.Fprintln(os.Stderr, err.Error())
 		}

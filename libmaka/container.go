@@ -43,6 +43,11 @@ type Record struct {
 	// Process is the init's process spec: the base of `exec` (environment,
 	// user, capabilities), so that exec never reads config.json again.
 	Process *specs.Process `json:"process,omitempty"`
+	// Boundary is the contract the container was created under, and
+	// Policy the (effective) policy it was checked against: exec is held
+	// to the same policy.
+	Boundary *Boundary `json:"boundary,omitempty"`
+	Policy   *Policy   `json:"policy,omitempty"`
 }
 
 const recordFile = "maka.json"

@@ -117,7 +117,7 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 			Hooks:          true,
 			WritableRootfs: true,
 			DefaultLimits:  defaultLimits,
-			MaxLimits:      Limits{Memory: 64 * gib, Swap: 64 * gib, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
+			MaxLimits:      Limits{Memory: 64 * gib, Swap: -1, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
 			OnViolation:    "deny",
 		}, nil
 	}

@@ -102,18 +102,20 @@ func compile(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, Verdi
 	if err := Validate(spec); err != nil {
 		return nil, Verdict{}, err
 	}
+	c := &checker{policy: policy}
 	if name := spec.Annotations[AnnotationProfile]; name != "" {
-		p, err := policy.Tighten(name)
-		if err != nil {
-			return nil, Verdict{}, fmt.Errorf("annotations[%q]: %w", AnnotationProfile, err)
+		if p, err := policy.Tighten(name); err != nil {
+			// Checked against the policy as it is, and refused.
+			c.reject(fmt.Sprintf("annotations[%q]", AnnotationProfile), "", "%v", err)
+		} else {
+			c.policy, policy = p, p
 		}
-		policy = p
 	}
 	ns, err := normalise(spec)
 	if err != nil {
 		return nil, Verdict{}, err
 	}
-	c := &checker{policy: policy, spec: ns}
+	c.spec = ns
 	c.run()
 	v := Verdict{Allowed: len(c.items) == 0, Profile: policy.Profile, Items: c.items}
 	if v.Items == nil {
@@ -124,6 +126,20 @@ func compile(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, Verdi
 		return b, v, &RejectedError{Verdict: v}
 	}
 	return b, v, nil
+}
+
+// EffectivePolicy is policy, tightened by the org.maka.profile annotation
+// if config.json has one (it may never loosen it).
+func EffectivePolicy(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Policy, error) {
+	name := spec.Annotations[AnnotationProfile]
+	if name == "" {
+		return policy, nil
+	}
+	p, err := policy.Tighten(name)
+	if err != nil {
+		return nil, fmt.Errorf("annotations[%q]: %w", AnnotationProfile, err)
+	}
+	return p, nil
 }
 
 // normalise deep-copies spec so that defaults never leak into the caller's.
@@ -151,6 +167,9 @@ type checker struct {
 	timeout int64
 	// defaultSeccomp: config.json had no seccomp profile, maka's was added.
 	defaultSeccomp bool
+	// exec: checking a process exec'd into an existing container, whose
+	// missing capabilities mean the container's own.
+	exec bool
 }
 
 func (c *checker) reject(field, allow, format string, args ...any) {
@@ -181,6 +200,12 @@ func (c *checker) checkRoot() {
 
 func (c *checker) checkProcess() {
 	p := c.spec.Process
+	if p.Capabilities == nil && !c.exec {
+		// libcontainer leaves the capabilities alone when config.json has
+		// none: the process would keep all of root's. No capabilities
+		// declared means none at all.
+		p.Capabilities = &specs.LinuxCapabilities{}
+	}
 	if caps := p.Capabilities; caps != nil {
 		sets := map[string][]string{"bounding": caps.Bounding, "effective": caps.Effective, "permitted": caps.Permitted, "inheritable": caps.Inheritable, "ambient": caps.Ambient}
 		for _, set := range capSets {
@@ -196,6 +221,18 @@ func (c *checker) checkProcess() {
 		// Tightening needs no permission: restricted always sets no_new_privs.
 		p.NoNewPrivileges = true
 	}
+}
+
+// CheckExec holds a process to be exec'd into a container to the policy the
+// container was created under: its capabilities must be allowed, and under
+// restricted no_new_privs is forced on. p is modified in place.
+func CheckExec(p *specs.Process, policy *libmaka.Policy) error {
+	c := &checker{policy: policy, spec: &specs.Spec{Process: p}, exec: true}
+	c.checkProcess()
+	if len(c.items) == 0 {
+		return nil
+	}
+	return &RejectedError{Verdict: Verdict{Profile: policy.Profile, Items: c.items}}
 }
 
 func (c *checker) checkNamespaces() {
@@ -307,18 +344,22 @@ func (c *checker) sizeTmpfs(field string, m *specs.Mount) {
 		return // the device directory, a few KiB of nodes
 	}
 	max := c.policy.MaxLimits.TmpfsSize
+	// The kernel takes the last size= option: so does the check.
+	last := -1
 	for j, o := range m.Options {
-		v, ok := strings.CutPrefix(o, "size=")
-		if !ok {
-			continue
+		if strings.HasPrefix(o, "size=") {
+			last = j
 		}
+	}
+	if last >= 0 {
+		v := strings.TrimPrefix(m.Options[last], "size=")
 		size, err := parseSize(v)
 		if err != nil {
-			c.reject(fmt.Sprintf("%s.options[%d]", field, j), "", "tmpfs size %q: %v", v, err)
+			c.reject(fmt.Sprintf("%s.options[%d]", field, last), "", "tmpfs size %q: %v", v, err)
 			return
 		}
 		if max > 0 && size > max {
-			c.reject(fmt.Sprintf("%s.options[%d]", field, j), fmt.Sprintf(`"maxLimits": {"tmpfsSize": %d}`, size),
+			c.reject(fmt.Sprintf("%s.options[%d]", field, last), fmt.Sprintf(`"maxLimits": {"tmpfsSize": %d}`, size),
 				"a tmpfs of %s at %s exceeds the largest allowed by %s (%s)", human(size), m.Destination, c.profile(), human(max))
 		}
 		return
@@ -518,7 +559,7 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 			b.Writable = append(b.Writable, libmaka.WritableMount{Path: m.Destination, Kind: "bind", Source: m.Source})
 		case m.Type == "tmpfs" && filepath.Clean(m.Destination) != "/dev" && !isReadonly(m):
 			w := libmaka.WritableMount{Path: m.Destination, Kind: "tmpfs"}
-			for _, o := range m.Options {
+			for _, o := range m.Options { // the last size= wins, as in the kernel
 				if v, ok := strings.CutPrefix(o, "size="); ok {
 					w.Size, _ = parseSize(v)
 				}

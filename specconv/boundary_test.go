@@ -305,3 +305,38 @@ func TestDefaultSeccompWhenConfigHasNone(t *testing.T) {
 		t.Fatalf("config profile replaced: %+v, %v", b.Syscalls, err)
 	}
 }
+
+func TestNoCapabilitiesDeclaredMeansNone(t *testing.T) {
+	for _, profile := range []string{"restricted", "baseline"} {
+		b, err := ToBoundary(sandboxSpec(t), policy(t, profile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := b.Spec.Process.Capabilities
+		if c == nil || len(c.Bounding)+len(c.Effective)+len(c.Permitted)+len(c.Inheritable)+len(c.Ambient) != 0 {
+			t.Errorf("%s: enforced capabilities = %+v, want an empty (not nil) set", profile, c)
+		}
+	}
+}
+
+func TestCheckExec(t *testing.T) {
+	p := &specs.Process{Args: []string{"sh"}, Cwd: "/", Capabilities: &specs.LinuxCapabilities{Effective: []string{"CAP_SYS_ADMIN"}}}
+	err := CheckExec(p, policy(t, "restricted"))
+	items := rejectedItems(t, err)
+	if len(items) != 1 || items[0].Field != "process.capabilities.effective[0]" {
+		t.Errorf("items = %v", items)
+	}
+	p = &specs.Process{Args: []string{"sh"}, Cwd: "/"}
+	if err := CheckExec(p, policy(t, "restricted")); err != nil || !p.NoNewPrivileges || p.Capabilities != nil {
+		t.Errorf("plain exec: err %v, nnp %v, caps %+v", err, p.NoNewPrivileges, p.Capabilities)
+	}
+}
+
+func TestTmpfsLastSizeCounts(t *testing.T) {
+	s := sandboxSpec(t)
+	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"size=1m", "size=4g"}})
+	items := rejectedItems(t, func() error { _, err := ToBoundary(s, policy(t, "restricted")); return err }())
+	if len(items) != 1 || items[0].Field != "mounts[7].options[1]" {
+		t.Errorf("items = %v", items)
+	}
+}

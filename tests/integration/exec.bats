@@ -233,14 +233,21 @@ JSON
   run maka exec ex sh -c 'grep CapEff /proc/self/status'
   [ "$status" -eq 0 ]
   local base=${output##*[[:space:]]}
-  # CAP_SYS_ADMIN (21) is not in the default set.
-  [ $(( 16#$base & (1 << 21) )) -eq 0 ]
-  run maka exec --cap CAP_SYS_ADMIN ex sh -c 'grep CapEff /proc/self/status'
+  # CAP_NET_RAW (13) is not in the container's set, and baseline allows it.
+  [ $(( 16#$base & (1 << 13) )) -eq 0 ]
+  run maka exec --cap CAP_NET_RAW ex sh -c 'grep CapEff /proc/self/status'
   [ "$status" -eq 0 ]
   # No warning about ambient capabilities (the spec has no inheritable set).
   [ "${#lines[@]}" -eq 1 ]
   local with=${output##*[[:space:]]}
-  [ $(( 16#$with )) -eq $(( 16#$base | (1 << 21) )) ]
+  [ $(( 16#$with )) -eq $(( 16#$base | (1 << 13) )) ]
+}
+
+@test "exec --cap of a capability the policy refuses is rejected with the field" {
+  run maka exec --cap CAP_SYS_ADMIN ex true
+  [ "$status" -ne 0 ]
+  [[ "$output" == "BOUNDARY_REJECTED: "* ]]
+  [[ "$output" == *"process.capabilities.bounding["*"]: CAP_SYS_ADMIN is not allowed by profile baseline"* ]]
 }
 
 @test "foreground exec returns when its process exits, not when its background children do" {

@@ -22,6 +22,11 @@ if [ -z "${MAKA_ROOT:-}" ]; then
   fi
 fi
 export MAKA_BINARY MAKA_FIXTURES MAKA_ROOT
+# The boundary policy (maka reads MAKA_POLICY like --policy). The runc
+# compatibility suite runs under baseline, the profile for the specs that
+# container engines write; boundary.bats sets its own.
+: "${MAKA_POLICY=$MAKA_REPO/tests/integration/fixtures/policy-baseline.json}"
+export MAKA_POLICY
 
 # maka ARGS...: the runtime under test with the per-file state directory.
 maka() {

@@ -118,22 +118,22 @@ expect_file() {
   expect_file "$d" memory.high $((48 * MiB))
 }
 
-@test "swap -1 gives memory.swap.max max; a period without a quota gives cpu.max 'max PERIOD'" {
+@test "swap -1 gives memory.swap.max max; a period without a quota gets the default 2 CPUs of that period" {
   d=$(cgroup_dir_of r-unbounded)
   expect_file "$d" memory.max $((64 * MiB))
   expect_file "$d" memory.swap.max max
-  expect_file "$d" cpu.max "max 50000"
+  expect_file "$d" cpu.max "100000 50000"
   expect_file "$d" cpu.weight 59
 }
 
-@test "a container without limits gets the cgroup defaults (as runc)" {
+@test "a container without limits gets the contract's defaults: 1 GiB, no swap, 256 pids, 2 CPUs" {
   d=$(cgroup_dir_of r-none)
-  expect_file "$d" memory.max max
-  expect_file "$d" memory.swap.max max
+  expect_file "$d" memory.max $((1024 * MiB))
+  expect_file "$d" memory.swap.max 0
   expect_file "$d" memory.high max
   expect_file "$d" memory.low 0
-  expect_file "$d" pids.max max
-  expect_file "$d" cpu.max "max 100000"
+  expect_file "$d" pids.max 256
+  expect_file "$d" cpu.max "200000 100000"
   expect_file "$d" cpu.weight 100
   expect_file "$d" io.max ""
 }

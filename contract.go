@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/specconv"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/urfave/cli/v2"
+)
+
+// compileContract turns config.json into the boundary contract, checked
+// against the policy, and the libcontainer configuration that enforces it.
+// It touches nothing on the host but reads of the root filesystem: a
+// rejected bundle leaves nothing behind. The bundle must be the cwd.
+func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boundary, *libmaka.Policy, *specconv.Converted, error) {
+	policy, err := loadPolicy(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b, err := specconv.ToBoundary(spec, policy)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// The boundary was checked against the effective policy; exec keeps it.
+	if policy, err = specconv.EffectivePolicy(spec, policy); err != nil {
+		return nil, nil, nil, err
+	}
+	rootfs := b.Spec.Root.Path
+	if !filepath.IsAbs(rootfs) {
+		rootfs, err = filepath.Abs(rootfs)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("root.path: %w", err)
+		}
+	}
+	dests, fields := mountpointsInRoot(b.Spec)
+	if err := libmaka.CheckMountpoints(rootfs, dests, fields); err != nil {
+		return nil, nil, nil, err
+	}
+	conv, err := specconv.ToLibcontainer(b.Spec, specconv.Options{
+		ID:           id,
+		NoPivotRoot:  c.Bool("no-pivot"),
+		NoNewKeyring: c.Bool("no-new-keyring"),
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return b, policy, conv, nil
+}
+
+// filesystemMounts provide their own directories: a destination below one
+// of them is created there, not in the root.
+var filesystemMounts = []string{"tmpfs", "proc", "sysfs", "devpts", "mqueue", "cgroup", "cgroup2"}
+
+// mountpointsInRoot lists the paths that must already exist in the root
+// filesystem: mount destinations and the process's cwd, except those below
+// an earlier mount that provides them.
+func mountpointsInRoot(s *specs.Spec) (dests, fields []string) {
+	var provided []string
+	below := func(p string) bool {
+		for _, d := range provided {
+			if d == "/" || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for i, m := range s.Mounts {
+		d := filepath.Clean("/" + m.Destination)
+		if !below(d) {
+			dests = append(dests, d)
+			fields = append(fields, fmt.Sprintf("mounts[%d].destination", i))
+		}
+		if slices.Contains(filesystemMounts, m.Type) {
+			provided = append(provided, d)
+		}
+	}
+	if cwd := filepath.Clean("/" + s.Process.Cwd); !below(cwd) {
+		dests = append(dests, cwd)
+		fields = append(fields, "process.cwd")
+	}
+	return dests, fields
+}

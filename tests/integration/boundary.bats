@@ -1,0 +1,173 @@
+#!/usr/bin/env bats
+# The boundary contract, observed for real: the restricted profile's
+# defaults seen from inside the container and from its cgroup, every
+# policy item refused before anything is created, `maka boundary` and
+# `maka policy show`, and a root filesystem that maka never writes.
+
+MAKA_POLICY=   # no --policy: the built-in default, restricted
+load helpers
+bats_require_minimum_version 1.5.0
+
+MiB=1048576
+
+# reject_case JQ_FILTER FIELD: a bundle edited by JQ_FILTER is refused under
+# restricted with FIELD named, exit 1, and leaves nothing behind.
+reject_case() {
+  local filter=$1 field=$2 id=bd-rej
+  make_bundle "$BATS_TEST_TMPDIR/rej" true
+  update_config "$BATS_TEST_TMPDIR/rej" "$filter"
+  run maka_io create --bundle "$BATS_TEST_TMPDIR/rej" "$id"
+  if [ "$status" -ne 1 ] || [[ "$output" != "BOUNDARY_REJECTED: "* ]] || [[ "$output" != *"$field: "* ]]; then
+    echo "filter $filter: status $status, want 1 and BOUNDARY_REJECTED naming $field; output:" >&2
+    echo "$output" >&2
+    return 1
+  fi
+  [ ! -e "$MAKA_ROOT/$id" ] || { echo "state dir left for $filter" >&2; return 1; }
+  [ -z "$(find /sys/fs/cgroup -type d -name "$id")" ] || { echo "cgroup left for $filter" >&2; return 1; }
+}
+
+@test "maka spec passes restricted as it is, and maka boundary says so in one screen" {
+  make_bundle "$BATS_TEST_TMPDIR/b" true
+  run maka boundary --bundle "$BATS_TEST_TMPDIR/b"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"verdict       allowed by profile restricted"* ]]
+  [ "${#lines[@]}" -le 25 ]
+  run --separate-stderr maka boundary --bundle "$BATS_TEST_TMPDIR/b" --format json
+  [ "$status" -eq 0 ]
+  [ -z "$stderr" ]
+  jq -e --argjson mib "$MiB" '
+      .profile == "restricted" and .rootfs.readonly == true
+      and ([.writable[] | select(.path == "/tmp" or .path == "/run" or .path == "/maka/work") | .size] == [128 * $mib, 128 * $mib, 128 * $mib])
+      and .network.mode == "closed"
+      and .limits.memory == 1024 * $mib and .limits.swap == 0 and .limits.pids == 256 and .limits.cpus == 2
+      and .process.capabilities == [] and .process.noNewPrivileges == true
+      and .verdict.allowed == true and .verdict.items == []' <<<"$output"
+  # Nothing was created.
+  [ -z "$(maka list -q)" ]
+}
+
+@test "restricted, from inside: no capabilities, no_new_privs, read-only root, bounded tmpfs, only lo, declared env, no user namespaces" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c '
+    grep -E "^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs):" /proc/self/status
+    touch /x 2>&1 || true
+    for d in /tmp /run /maka/work; do df -k "$d" | tail -n 1; done
+    echo "ifaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | tr "\n" " ")"
+    env | sort | sed "s/^/env: /"
+    unshare -U true 2>&1; echo "unshare: $?"
+    echo x > /maka/work/f && echo "work: writable"'
+  update_config "$BATS_TEST_TMPDIR/b" '.process.env = ["PATH=/usr/bin:/bin", "FOO=bar"]'
+  run maka run --bundle "$BATS_TEST_TMPDIR/b" bd-in
+  echo "$output"
+  [ "$status" -eq 0 ]
+  for set in CapEff CapPrm CapBnd CapAmb; do
+    [[ "$output" =~ $set:[[:space:]]+0000000000000000 ]]
+  done
+  [[ "$output" =~ NoNewPrivs:[[:space:]]+1 ]]
+  [[ "$output" == *"touch: /x: Read-only file system"* ]]
+  for d in /tmp /run /maka/work; do
+    [[ "$output" =~ tmpfs[[:space:]]+131072[[:space:]].*[[:space:]]$d ]]
+  done
+  [[ "$output" == *"ifaces: lo "* ]]
+  # Only what process.env declares, libcontainer's HOME, and sh's own PWD and SHLVL.
+  [ "$(sed -n 's/^env: \([^=]*\)=.*/\1/p' <<<"$output" | tr '\n' ' ')" = "FOO HOME PATH PWD SHLVL " ]
+  [[ "$output" == *"env: FOO=bar"* ]]
+  [[ "$output" == *"unshare: Operation not permitted"* ]]
+  [[ "$output" =~ unshare:\ [1-9] ]]
+  [[ "$output" == *"work: writable"* ]]
+}
+
+@test "restricted, from outside: memory.max 1 GiB, memory.swap.max 0, pids.max 256, cpu.max 200000 100000" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sleep 100
+  maka_io create --bundle "$BATS_TEST_TMPDIR/b" bd-out
+  d=$(cgroup_dir_of bd-out)
+  [ "$(cat "$d/memory.max")" = $((1024 * MiB)) ]
+  [ "$(cat "$d/memory.swap.max")" = 0 ]
+  [ "$(cat "$d/pids.max")" = 256 ]
+  [ "$(cat "$d/cpu.max")" = "200000 100000" ]
+  maka delete --force bd-out
+}
+
+@test "every policy item is refused before anything exists, naming its config.json field" {
+  reject_case '.process.capabilities.bounding = ["CAP_KILL"]' 'process.capabilities.bounding[0]'
+  reject_case '.root.readonly = false' 'root.readonly'
+  reject_case '.mounts += [{destination: "/mnt", type: "bind", source: "/srv", options: ["rbind", "ro"]}]' 'mounts[10].source'
+  reject_case '.mounts += [{destination: "/mnt", type: "bind", source: "/etc", options: ["rbind", "ro"]}]' 'mounts[10].source'
+  reject_case '.linux.namespaces |= map(select(.type != "network"))' 'linux.namespaces'
+  reject_case '.linux.namespaces |= map(if .type == "network" then .path = "/proc/1/ns/net" else . end)' 'linux.namespaces[1].path'
+  reject_case '.linux.namespaces |= map(select(.type != "pid"))' 'linux.namespaces'
+  reject_case '.linux.devices = [{path: "/dev/kvm", type: "c", major: 10, minor: 232}]' 'linux.devices[0]'
+  reject_case '.linux.sysctl = {"net.ipv4.ip_forward": "1"}' 'linux.sysctl["net.ipv4.ip_forward"]'
+  reject_case '.hooks = {prestart: [{path: "/bin/true"}]}' 'hooks.prestart[0]'
+  reject_case '.linux.resources.memory = {limit: 8589934592}' 'linux.resources.memory.limit'
+  reject_case '.linux.resources.memory = {limit: 67108864, swap: -1}' 'linux.resources.memory.swap'
+  reject_case '.linux.resources.pids = {limit: 100000}' 'linux.resources.pids.limit'
+  reject_case '.linux.resources.cpu = {quota: 800000, period: 100000}' 'linux.resources.cpu.quota'
+  reject_case '.mounts |= map(if .destination == "/tmp" then .options += ["size=4g"] else . end)' 'mounts[7].options[4]'
+  reject_case '.annotations = {"org.maka.timeout": "100000"}' 'annotations["org.maka.timeout"]'
+  reject_case '.annotations = {"org.maka.profile": "baseline"}' 'annotations["org.maka.profile"]'
+}
+
+@test "a rejection lists every item at once, and --log-format json carries code and items" {
+  make_bundle "$BATS_TEST_TMPDIR/b" true
+  update_config "$BATS_TEST_TMPDIR/b" '.process.capabilities.bounding = ["CAP_SYS_ADMIN", "CAP_NET_ADMIN"] | .root.readonly = false'
+  run maka_io --log-format json create --bundle "$BATS_TEST_TMPDIR/b" bd-json
+  [ "$status" -eq 1 ]
+  line=$(grep '"level":"error"' <<<"$output" | tail -n 1)
+  jq -e '.code == "BOUNDARY_REJECTED" and (.items | length) == 3
+      and ([.items[].field] | sort) == ["process.capabilities.bounding[0]", "process.capabilities.bounding[1]", "root.readonly"]
+      and (.msg | startswith("BOUNDARY_REJECTED: "))' <<<"$line"
+  [ ! -e "$MAKA_ROOT/bd-json" ]
+}
+
+@test "runc's default capabilities: refused by restricted with the policy line that allows them, run under baseline" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'grep CapEff /proc/self/status'
+  update_config "$BATS_TEST_TMPDIR/b" '.process.capabilities = {bounding: $c, effective: $c, permitted: $c}' \
+    --argjson c '["CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"]'
+  run maka_io run --bundle "$BATS_TEST_TMPDIR/b" bd-caps
+  [ "$status" -eq 1 ]
+  [[ "$output" == *'process.capabilities.effective[1]: CAP_KILL is not allowed by profile restricted (policy: "capabilities": [..., "CAP_KILL"])'* ]]
+  echo '{"profile": "baseline"}' > "$BATS_TEST_TMPDIR/policy.json"
+  run maka --policy "$BATS_TEST_TMPDIR/policy.json" run --bundle "$BATS_TEST_TMPDIR/b" bd-caps
+  [ "$status" -eq 0 ]
+  # AUDIT_WRITE (29), KILL (5), NET_BIND_SERVICE (10)
+  [[ "$output" =~ CapEff:[[:space:]]+0*20000420$ ]]
+  # The org.maka.profile annotation tightens baseline back to restricted.
+  update_config "$BATS_TEST_TMPDIR/b" '.annotations = {"org.maka.profile": "restricted"}'
+  run maka_io --policy "$BATS_TEST_TMPDIR/policy.json" run --bundle "$BATS_TEST_TMPDIR/b" bd-caps
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"not allowed by profile restricted"* ]]
+}
+
+@test "the root filesystem is never written: a read-only bind mount of it runs, a missing mount point is an error" {
+  ro=$BATS_TEST_TMPDIR/ro-rootfs
+  mkdir -p "$ro"
+  mount --bind "$MAKA_ROOTFS" "$ro"
+  mount -o remount,bind,ro "$ro"
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'echo ok > /tmp/f && cat /tmp/f'
+  update_config "$BATS_TEST_TMPDIR/b" '.root.path = $ro' --arg ro "$ro"
+  run maka run --bundle "$BATS_TEST_TMPDIR/b" bd-ro
+  umount "$ro" || true
+  [ "$status" -eq 0 ]
+  [ "$output" = ok ]
+  make_bundle "$BATS_TEST_TMPDIR/m" true
+  update_config "$BATS_TEST_TMPDIR/m" '.mounts += [{destination: "/nowhere", type: "tmpfs", source: "tmpfs", options: ["size=1m"]}]'
+  run maka_io run --bundle "$BATS_TEST_TMPDIR/m" bd-mp
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"mounts[10].destination: /nowhere does not exist in the root filesystem"* ]]
+  [ ! -e "$MAKA_ROOTFS/nowhere" ]
+  [ ! -e "$MAKA_ROOT/bd-mp" ]
+}
+
+@test "maka policy show prints the effective policy: restricted by default, a policy file's items replace the profile's" {
+  run --separate-stderr maka policy show
+  [ "$status" -eq 0 ]
+  jq -e '.profile == "restricted" and .capabilities == [] and .networkModes == ["closed"] and .defaultLimits.pids == 256 and .onViolation == "kill"' <<<"$output"
+  echo '{"profile": "baseline", "capabilities": ["CAP_KILL"], "maxLimits": {"memory": 1, "swap": 0, "pids": 1, "cpus": 1, "tmpfsSize": 1, "timeout": 1}}' > "$BATS_TEST_TMPDIR/p.json"
+  run --separate-stderr maka --policy "$BATS_TEST_TMPDIR/p.json" policy show
+  [ "$status" -eq 0 ]
+  jq -e '.profile == "baseline" and .capabilities == ["CAP_KILL"] and .maxLimits.pids == 1 and .hooks == true' <<<"$output"
+  echo '{"profile": "baseline", "capabilites": []}' > "$BATS_TEST_TMPDIR/bad.json"
+  run maka --policy "$BATS_TEST_TMPDIR/bad.json" policy show
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"capabilites"* ]]
+}
