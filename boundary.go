@@ -87,7 +87,7 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 	}
 	for _, m := range b.Writable {
 		if m.Kind == "tmpfs" {
-			row("writable", "%s (tmpfs, %s)", m.Path, sizeText(m.Size))
+			row("writable", "%s (tmpfs, %s)", m.Path, libmaka.FormatSize(m.Size))
 		} else {
 			row("writable", "%s <- %s (bind)", m.Path, m.Source)
 		}
@@ -98,11 +98,11 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 	}
 	row("network", "%s", net)
 	l := b.Limits
-	swap := sizeText(l.Swap)
+	swap := libmaka.FormatSize(l.Swap)
 	if l.Swap < 0 {
 		swap = "unlimited"
 	}
-	row("limits", "memory %s, swap %s, pids %d, cpus %g, tmpfs %s, timeout %ds", sizeText(l.Memory), swap, l.Pids, l.Cpus, sizeText(l.TmpfsSize), l.Timeout)
+	row("limits", "memory %s, swap %s, pids %d, cpus %g, tmpfs %s, timeout %ds", libmaka.FormatSize(l.Memory), swap, l.Pids, l.Cpus, libmaka.FormatSize(l.TmpfsSize), l.Timeout)
 	row("process", "%s (cwd %s, uid %d, gid %d)", strings.Join(b.Process.Args, " "), b.Process.Cwd, b.Process.UID, b.Process.GID)
 	caps := strings.Join(b.Process.Capabilities, " ")
 	if caps == "" {
@@ -129,16 +129,4 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		}
 	}
 	return w.Flush()
-}
-
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
 }

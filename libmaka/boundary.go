@@ -1,6 +1,8 @@
 package libmaka
 
 import (
+	"fmt"
+
 	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -97,4 +99,18 @@ type Syscalls struct {
 	Profile       string `json:"profile"` // "config" (from config.json), "default" (maka's) or "none"
 	DefaultAction string `json:"defaultAction,omitempty"`
 	Denied        int    `json:"denied"` // number of syscall names not allowed
+}
+
+// FormatSize prints a byte count the way people read limits: GiB, MiB or
+// KiB when it is a whole number of them.
+func FormatSize(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
 }

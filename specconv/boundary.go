@@ -360,7 +360,7 @@ func (c *checker) sizeTmpfs(field string, m *specs.Mount) {
 		}
 		if max > 0 && size > max {
 			c.reject(fmt.Sprintf("%s.options[%d]", field, last), fmt.Sprintf(`"maxLimits": {"tmpfsSize": %d}`, size),
-				"a tmpfs of %s at %s exceeds the largest allowed by %s (%s)", human(size), m.Destination, c.profile(), human(max))
+				"a tmpfs of %s at %s exceeds the largest allowed by %s (%s)", libmaka.FormatSize(size), m.Destination, c.profile(), libmaka.FormatSize(max))
 		}
 		return
 	}
@@ -391,16 +391,6 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-func human(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
 func (c *checker) checkLimits() {
 	l := c.spec.Linux
 	if l.Resources == nil {
@@ -417,7 +407,7 @@ func (c *checker) checkLimits() {
 		r.Memory.Limit = &v
 	case max.Memory > 0 && *r.Memory.Limit > max.Memory:
 		c.reject("linux.resources.memory.limit", fmt.Sprintf(`"maxLimits": {"memory": %d}`, *r.Memory.Limit),
-			"%s exceeds the largest memory allowed by %s (%s)", human(*r.Memory.Limit), c.profile(), human(max.Memory))
+			"%s exceeds the largest memory allowed by %s (%s)", libmaka.FormatSize(*r.Memory.Limit), c.profile(), libmaka.FormatSize(max.Memory))
 	}
 	mem := *r.Memory.Limit
 	// OCI's swap is memory+swap; the contract's is the swap alone.
@@ -429,10 +419,10 @@ func (c *checker) checkLimits() {
 		}
 		r.Memory.Swap = &v
 	case *r.Memory.Swap == -1 && max.Swap >= 0:
-		c.reject("linux.resources.memory.swap", `"maxLimits": {"swap": -1}`, "unlimited swap is not allowed by %s (largest: %s)", c.profile(), human(max.Swap))
+		c.reject("linux.resources.memory.swap", `"maxLimits": {"swap": -1}`, "unlimited swap is not allowed by %s (largest: %s)", c.profile(), libmaka.FormatSize(max.Swap))
 	case *r.Memory.Swap >= 0 && *r.Memory.Swap-mem > max.Swap && max.Swap >= 0:
 		c.reject("linux.resources.memory.swap", fmt.Sprintf(`"maxLimits": {"swap": %d}`, *r.Memory.Swap-mem),
-			"%s of swap exceeds the largest allowed by %s (%s)", human(*r.Memory.Swap-mem), c.profile(), human(max.Swap))
+			"%s of swap exceeds the largest allowed by %s (%s)", libmaka.FormatSize(*r.Memory.Swap-mem), c.profile(), libmaka.FormatSize(max.Swap))
 	}
 	if r.Pids == nil {
 		r.Pids = &specs.LinuxPids{}
