@@ -13,31 +13,6 @@ teardown() {
   done
 }
 
-# init_pids: pids of maka's container inits still waiting to exec
-# ("maka init"); a failed create must not leave one.
-init_pids() {
-  local p
-  for p in /proc/[0-9]*; do
-    [ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "$MAKA_BINARY init " ] && echo "${p#/proc/}"
-  done
-  true
-}
-
-# assert_nothing_left ID: no state dir, no cgroup named ID (runc's default
-# place is under the parent of the caller's cgroup: look everywhere), no
-# waiting init, and `list` does not show it.
-assert_nothing_left() {
-  local id=$1
-  [ ! -e "$MAKA_ROOT/$id" ] || { echo "state dir $MAKA_ROOT/$id left" >&2; return 1; }
-  local cg
-  cg=$(find /sys/fs/cgroup -type d -name "$id" 2>/dev/null)
-  [ -z "$cg" ] || { echo "cgroup left: $cg" >&2; return 1; }
-  local left
-  left=$(init_pids)
-  [ -z "$left" ] || { echo "init processes left: $left" >&2; return 1; }
-  ! maka list -q 2>/dev/null | grep -qxF -- "$id"
-}
-
 # create_fails ID [MAKA ARGS...]: `create ID` with the bundle
 # $BATS_TEST_TMPDIR/b must fail with exit 1; leaves $output.
 create_fails() {

@@ -109,21 +109,6 @@ order() {
   [ "$(order "$b")" = "prestart createRuntime createContainer startContainer process poststart poststop " ]
 }
 
-# assert_nothing_left ID: no state dir, no cgroup named ID, no waiting init.
-assert_nothing_left() {
-  local id=$1 p
-  [ ! -e "$MAKA_ROOT/$id" ] || { echo "state dir $MAKA_ROOT/$id left" >&2; return 1; }
-  [ -z "$(find /sys/fs/cgroup -type d -name "$id" 2>/dev/null)" ] || { echo "cgroup of $id left" >&2; return 1; }
-  for p in /proc/[0-9]*; do
-    if [ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "$MAKA_BINARY init " ]; then
-      echo "process ${p#/proc/} ($MAKA_BINARY init) left" >&2
-      return 1
-    fi
-  done
-  run maka list -q
-  [ -z "$output" ]
-}
-
 @test "a failing prestart hook fails create, naming the hook, and leaves nothing behind" {
   local b=$BATS_TEST_TMPDIR/b
   hooks_bundle "$b"
