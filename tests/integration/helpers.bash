@@ -354,6 +354,13 @@ wait_for_status() {
   done
 }
 
+# init_pids: pids of waiting "maka init" processes (containers created, not
+# started). One pgrep, not a process per /proc entry: forks are slow under
+# emulation.
+init_pids() {
+  pgrep -fx -- "$MAKA_BINARY init" || true
+}
+
 # assert_nothing_left ID: no state dir, no cgroup named ID anywhere (runc's
 # default place is under the parent of the caller's cgroup), no waiting
 # "maka init" process, and `list` does not show it.
@@ -362,8 +369,7 @@ assert_nothing_left() {
   [ ! -e "$MAKA_ROOT/$id" ] || { echo "state dir $MAKA_ROOT/$id left" >&2; return 1; }
   left=$(find /sys/fs/cgroup -type d -name "$id" 2>/dev/null)
   [ -z "$left" ] || { echo "cgroup left: $left" >&2; return 1; }
-  # One pgrep, not a process per /proc entry: forks are slow under emulation.
-  left=$(pgrep -fx -- "$MAKA_BINARY init" || true)
+  left=$(init_pids)
   [ -z "$left" ] || { echo "init processes left: $left" >&2; return 1; }
   ! maka list -q 2>/dev/null | grep -qxF -- "$id"
 }
