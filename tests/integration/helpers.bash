@@ -24,7 +24,8 @@ fi
 export MAKA_BINARY MAKA_FIXTURES MAKA_ROOT
 # The boundary policy (maka reads MAKA_POLICY like --policy). The runc
 # compatibility suite runs under baseline, the profile for the specs that
-# container engines write; boundary.bats sets its own.
+# container engines write, widened to bind the tests' own files under /tmp
+# (fixtures/policy-baseline.json); boundary.bats uses the default.
 : "${MAKA_POLICY=$MAKA_REPO/tests/integration/fixtures/policy-baseline.json}"
 export MAKA_POLICY
 
