@@ -6,12 +6,7 @@ load helpers
 
 bats_require_minimum_version 1.5.0
 
-teardown() {
-  local id
-  for id in $(maka list -q 2>/dev/null); do
-    teardown_container "$id"
-  done
-}
+teardown() { teardown_all_containers; }
 
 # create_fails ID [MAKA ARGS...]: `create ID` with the bundle
 # $BATS_TEST_TMPDIR/b must fail with exit 1; leaves $output.

@@ -57,11 +57,8 @@ maka_setup_file() {
 }
 
 maka_teardown_file() {
-  local id
   if [ -d "$MAKA_ROOT" ] && [ -x "$MAKA_BINARY" ]; then
-    for id in $(maka list -q 2>/dev/null); do
-      teardown_container "$id"
-    done
+    teardown_all_containers
   fi
   if [ -n "${MAKA_ROOTFS_TMP:-}" ]; then
     rm -rf "$MAKA_ROOTFS_TMP"
@@ -373,6 +370,14 @@ assert_nothing_left() {
   left=$(init_pids)
   [ -z "$left" ] || { echo "init processes left: $left" >&2; return 1; }
   ! maka list -q 2>/dev/null | grep -qxF -- "$id"
+}
+
+# teardown_all_containers: remove every container under the test root.
+teardown_all_containers() {
+  local id
+  for id in $(maka list -q 2>/dev/null); do
+    teardown_container "$id"
+  done
 }
 
 # teardown_container ID: remove the container whatever its state.

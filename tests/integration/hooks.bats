@@ -7,12 +7,7 @@ load helpers
 
 bats_require_minimum_version 1.5.0
 
-teardown() {
-  local id
-  for id in $(maka list -q 2>/dev/null); do
-    teardown_container "$id"
-  done
-}
+teardown() { teardown_all_containers; }
 
 # hooks_bundle DIR: a bundle whose every hook runs $DIR/log/hook.sh NAME,
 # which appends NAME to log/order and saves its stdin as log/NAME.json.
