@@ -19,7 +19,6 @@ ROOTFS_STAMP := $(FIXTURES)/.rootfs.stamp
 TESTS ?= tests/integration
 # Extra bats flags, e.g. BATS_FLAGS='--filter "exec"'
 BATS_FLAGS ?=
-BATS_DEFAULT_FLAGS := --timing --print-output-on-failure
 INTEGRATION_LOG := $(CURDIR)/build/integration.tap
 # A hung test fails alone instead of stalling the suite; the guest as a whole
 # is bounded too (CI stops at 90 minutes).
@@ -51,24 +50,14 @@ $(ROOTFS_STAMP): tests/integration/fixtures/make-rootfs.sh $(wildcard /bin/busyb
 unit:
 	$(GO) test -tags "$(BUILDTAGS)" ./...
 
-# One guest boot for the whole suite (or subset) when the host is not
-# cgroup v2 only.  The TAP output is kept in build/integration.tap.
+# The bats suite: directly on a cgroup v2 host, else spread over throw-away
+# QEMU guests (tests/integration/run.sh; MAKA_GUESTS, default the core count).
+# Every guest's TAP output is kept in build/integration.tap.
 integration: build fixtures
-	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES) MAKA_RUNC=$$(command -v runc || true) MAKA_CRUN=$$(command -v crun || true); \
-	if [ "$$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then \
-		runner=(); echo "integration: cgroup v2 host, running bats directly"; \
-	else \
-		runner=(tests/vm/run.sh); echo "integration: cgroup v1/hybrid host, running bats in a QEMU guest"; \
-	fi; \
-	rc=0; \
-	"$${runner[@]}" $(BATS) --formatter tap $(BATS_DEFAULT_FLAGS) $(BATS_FLAGS) $(TESTS) \
-		| tee $(INTEGRATION_LOG) || rc=$$?; \
-	pass=$$(grep -cE '^ok ' $(INTEGRATION_LOG) || true); \
-	skip=$$(grep -cE '^ok .* # skip' $(INTEGRATION_LOG) || true); \
-	fail=$$(grep -cE '^not ok ' $(INTEGRATION_LOG) || true); \
-	echo "integration: $$((pass - skip)) passed, $$fail failed, $$skip skipped"; \
-	if [ $$rc -eq 0 ] && [ $$((pass + fail)) -eq 0 ]; then echo "integration: no test ran" >&2; rc=1; fi; \
-	exit $$rc
+	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES) MAKA_RUNC=$$(command -v runc || true) \
+		MAKA_CRUN=$$(command -v crun || true) MAKA_INTEGRATION_LOG=$(INTEGRATION_LOG) BATS='$(BATS)' \
+		BATS_FLAGS='$(BATS_FLAGS)'; \
+	tests/integration/run.sh $(TESTS)
 
 # One real container, end to end (in the guest unless this host is cgroup v2).
 demo: build fixtures

@@ -1,0 +1,23 @@
+#!/bin/bash
+# run-queue.sh WORKDIR OUT.tap: take bats files from WORKDIR/pending one at a
+# time (rename is atomic, so two guests never take the same file), run each
+# with bats, append the TAP to OUT.tap and echo it.  Used by run.sh, in a
+# guest or directly on a cgroup v2 host.
+set -uo pipefail
+work=$1 out=$2
+flags=()
+eval "flags=(${BATS_FLAGS:-})"
+: > "$out"
+mkdir -p "$work/done"
+rc=0
+while :; do
+  token=$(ls "$work/pending" 2>/dev/null | head -n1)
+  [ -n "$token" ] || break
+  mv "$work/pending/$token" "$work/taken/$token" 2>/dev/null || continue
+  file=$(cat "$work/taken/$token")
+  echo "# $file" | tee -a "$out"
+  ${BATS:-bats} --formatter tap --timing --print-output-on-failure "${flags[@]}" "$file" 2>&1 \
+    | tee -a "$out" || rc=1
+  touch "$work/done/$token"
+done
+exit $rc
