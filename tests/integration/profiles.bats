@@ -132,24 +132,30 @@ df -k | sed "s/^/df: /"
 echo "ifaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | tr "\n" " ")"
 echo "netns: $(readlink /proc/self/ns/net)"
 u=$(unshare -U true 2>&1); echo "unshare: $? $u"
+echo probe-end
 '
 
 # probe_under_baseline NAME ID: creates the container under baseline, reads
 # its cgroup (CGROUP: memory.max memory.swap.max pids.max cpu.max), starts
-# it and collects the probe's output (PROBE_OUT).
+# it and collects the probe's output (PROBE_OUT). The end of the probe is
+# watched in its output: polling `maka state` costs seconds per round here.
 probe_under_baseline() {
-  local name=$1 id=$2 b=$BATS_TEST_TMPDIR/b out=$BATS_TEST_TMPDIR/probe.out d
+  local name=$1 id=$2 b=$BATS_TEST_TMPDIR/b out=$BATS_TEST_TMPDIR/probe.out d i
   fixture_bundle "$name" "$b" /bin/sh -c "$PROBE"
   "$MAKA_BINARY" --root "$MAKA_ROOT" --policy "$BATS_FILE_TMPDIR/baseline.json" \
     create --bundle "$b" "$id" </dev/null >"$out" 2>&1 || { cat "$out"; return 1; }
   d=$(cgroup_dir_of "$id")
   CGROUP="$(cat "$d/memory.max") $(cat "$d/memory.swap.max") $(cat "$d/pids.max") $(cat "$d/cpu.max")"
   baseline start "$id"
-  wait_for_status "$id" stopped 120
+  for ((i = 0; i < 600; i++)); do
+    grep -qx probe-end "$out" && break
+    sleep 0.2
+  done
   PROBE_OUT=$(cat "$out")
-  baseline delete "$id"
+  baseline delete --force "$id"
   echo "$PROBE_OUT"
   echo "cgroup: $CGROUP"
+  [[ "$PROBE_OUT" == *probe-end* ]]
 }
 
 CAP_NAMES=(CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP
@@ -165,7 +171,7 @@ decode_caps() {
   for ((i = 0; i < 64; i++)); do
     ((v >> i & 1)) || continue
     if [ "$i" -lt "${#CAP_NAMES[@]}" ]; then echo "CAP_${CAP_NAMES[$i]}"; else echo "CAP_#$i"; fi
-  done | sort | tr '\n' ' '
+  done | LC_ALL=C sort | tr '\n' ' '
 }
 
 # status_field NAME: the value of NAME: in the probe's /proc/self/status lines.
@@ -184,50 +190,64 @@ to_kib() {
   esac
 }
 
+# expect NAME: what the spec NAME declares, and baseline's defaults where it
+# is silent, as KEY=VALUE lines (one jq run: each costs ~1 s here).
+expect() {
+  jq -r '
+    "capeff=" + (.process.capabilities.effective | sort | map(. + " ") | add),
+    "capbnd=" + (.process.capabilities.bounding | sort | map(. + " ") | add),
+    "nnp=" + (if .process.noNewPrivileges then "1" else "0" end),
+    "readonly=" + (.root.readonly // false | tostring),
+    "netns=" + ([.linux.namespaces[] | select(.type == "network") | .path // ""] | first),
+    (.linux.resources // {}) as $r | ($r.memory.limit // 1073741824) as $m
+    | "cgroup=\($m) \(if $r.memory.swap == null then 0 elif $r.memory.swap < 0 then "max" else $r.memory.swap - $m end)"
+      + " \($r.pids.limit // 256)"
+      + " \(if $r.cpu.quota == null then "200000 100000" else "\($r.cpu.quota) \($r.cpu.period // 100000)" end)",
+    (.mounts[] | select(.type == "tmpfs" and .destination != "/dev")
+      | "tmpfs=" + .destination + " " + (.options[] | select(startswith("size=")) | ltrimstr("size="))),
+    ((.process.env // []) + (if any(.process.env[]?; startswith("HOME=")) then [] else ["HOME=/root"] end)
+      | .[] | "env=" + .)' "$SPECS/$1.json"
+}
+
+# expected KEY: the value(s) of KEY in EXPECT.
+expected() {
+  sed -n "s/^$1=//p" <<<"$EXPECT"
+}
+
 # assert_baseline_defaults NAME: PROBE_OUT and CGROUP show what the spec
 # NAME declares, and baseline's defaults where it is silent.
 assert_baseline_defaults() {
-  local spec=$SPECS/$1.json want got dst size
+  local got dst size
+  EXPECT=$(expect "$1")
   # Capabilities: exactly the spec's sets.
-  want=$(jq -r '.process.capabilities.effective | sort | .[]' "$spec" | tr '\n' ' ')
-  [ "$(decode_caps "$(status_field CapEff)")" = "$want" ] ||
-    { echo "CapEff $(status_field CapEff) = $(decode_caps "$(status_field CapEff)"), want $want" >&2; return 1; }
-  want=$(jq -r '.process.capabilities.bounding | sort | .[]' "$spec" | tr '\n' ' ')
-  [ "$(decode_caps "$(status_field CapBnd)")" = "$want" ]
+  got=$(decode_caps "$(status_field CapEff)")
+  [ "$got" = "$(expected capeff)" ] || { echo "CapEff: $got, want $(expected capeff)" >&2; return 1; }
+  [ "$(decode_caps "$(status_field CapBnd)")" = "$(expected capbnd)" ]
   # no_new_privs as the spec says.
-  want=$(jq -r 'if .process.noNewPrivileges then 1 else 0 end' "$spec")
-  [ "$(status_field NoNewPrivs)" = "$want" ]
+  [ "$(status_field NoNewPrivs)" = "$(expected nnp)" ]
   # The root is writable only if the spec asks.
-  if [ "$(jq -r '.root.readonly // false' "$spec")" = true ]; then
+  if [ "$(expected readonly)" = true ]; then
     [[ "$PROBE_OUT" == *"root: touch: /.maka-probe: Read-only file system"* ]]
   else
     [[ "$PROBE_OUT" == *"root: writable"* ]]
   fi
   # Each tmpfs the spec declares has its size; baseline adds none.
-  while IFS=$'\t' read -r dst size; do
+  while read -r dst size; do
     grep -qE "^df: [^ ]+ +$(to_kib "$size") .* $dst\$" <<<"$PROBE_OUT" ||
       { echo "no tmpfs of $size at $dst" >&2; return 1; }
-  done < <(jq -r '.mounts[] | select(.type == "tmpfs" and .destination != "/dev")
-      | [.destination, (.options[] | select(startswith("size=")) | ltrimstr("size="))] | @tsv' "$spec")
+  done < <(expected tmpfs)
   ! grep -qE '^df: .* /(tmp|maka/work)$' <<<"$PROBE_OUT"
   # Network: a namespace of its own or the declared one; only loopback.
   [[ "$PROBE_OUT" == *"ifaces: lo "* ]]
   # Environment, as the runtime exec'd the process (/proc/1/environ, before
   # sh adds its own): what process.env declares, and libcontainer's HOME
   # where the spec has none.
-  got=$(sed -n '/^env-begin$/,/^env-end$/p' <<<"$PROBE_OUT" | sed '1d;$d' | sort)
-  want=$( (jq -r '.process.env // [] | .[]' "$spec"
-           jq -r 'if ([.process.env // [] | .[] | startswith("HOME=")] | any) then empty else "HOME=/root" end' "$spec") | sort)
-  [ "$got" = "$want" ] || { echo "env: got [$got], want [$want]" >&2; return 1; }
+  got=$(sed -n '/^env-begin$/,/^env-end$/p' <<<"$PROBE_OUT" | sed '1d;$d' | LC_ALL=C sort)
+  [ "$got" = "$(expected env | LC_ALL=C sort)" ] || { echo "env: got [$got], want [$(expected env)]" >&2; return 1; }
   # No nested user namespaces.
   [[ "$PROBE_OUT" =~ unshare:\ [1-9] ]]
   # The cgroup: the spec's limits, else 1 GiB, no swap, 256 pids, 2 CPUs.
-  want=$(jq -r '(.linux.resources // {}) as $r
-      | ($r.memory.limit // 1073741824) as $m
-      | "\($m) \(if $r.memory.swap == null then 0 elif $r.memory.swap < 0 then "max" else $r.memory.swap - $m end)"
-        + " \($r.pids.limit // 256)"
-        + " \(if $r.cpu.quota == null then "200000 100000" else "\($r.cpu.quota) \($r.cpu.period // 100000)" end)"' "$spec")
-  [ "$CGROUP" = "$want" ] || { echo "cgroup: got $CGROUP, want $want" >&2; return 1; }
+  [ "$CGROUP" = "$(expected cgroup)" ] || { echo "cgroup: got $CGROUP, want $(expected cgroup)" >&2; return 1; }
 }
 
 @test "containerd's default spec: maka boundary refuses it under restricted with the policy lines that allow it, allows it under baseline; create leaves nothing" {
@@ -246,6 +266,7 @@ assert_baseline_defaults() {
   probe_under_baseline containerd pf-ctr
   assert_baseline_defaults containerd
   # A network namespace of its own, not the host's.
+  [ -z "$(expected netns)" ]
   [[ "$PROBE_OUT" =~ netns:\ net:\[([0-9]+)\] ]]
   [ "${BASH_REMATCH[1]}" != "$(stat -L -c %i /proc/self/ns/net)" ]
   [ "$CGROUP" = "$((1024 * MiB)) 0 256 200000 100000" ]
@@ -256,7 +277,8 @@ assert_baseline_defaults() {
   probe_under_baseline podman pf-pod
   assert_baseline_defaults podman
   # The network namespace is the one at the declared path.
-  ns=$(jq -r '.linux.namespaces[] | select(.type == "network") | .path' "$SPECS/podman.json")
+  ns=$(expected netns)
+  [ -n "$ns" ]
   [[ "$PROBE_OUT" =~ netns:\ net:\[([0-9]+)\] ]]
   [ "${BASH_REMATCH[1]}" = "$(stat -L -c %i "$ns")" ]
   # /dev/shm is the 64 MiB tmpfs Podman binds there.
