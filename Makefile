@@ -29,7 +29,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2 \
 	util-linux procps runc crun python3 socat
 
-.PHONY: all build maka static fixtures unit integration test demo deps lint clean
+.PHONY: all build maka static fixtures capture-specs unit integration test demo deps lint clean
 
 all: build
 
@@ -46,6 +46,14 @@ $(ROOTFS_STAMP): tests/integration/fixtures/make-rootfs.sh $(wildcard /bin/busyb
 	mkdir -p $(FIXTURES)
 	tests/integration/fixtures/make-rootfs.sh $(FIXTURES)/rootfs
 	touch $@
+
+# Re-capture Podman's and containerd's default config.json into
+# tests/integration/fixtures/specs/ (needs podman, conmon and containerd
+# installed; Podman runs in the guest unless this host is cgroup v2 only).
+capture-specs: fixtures
+	@export MAKA_FIXTURES=$(FIXTURES); \
+	if [ "$$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then tests/integration/fixtures/specs/capture.sh; \
+	else tests/vm/run.sh tests/integration/fixtures/specs/capture.sh; fi
 
 unit:
 	$(GO) test -tags "$(BUILDTAGS)" ./...

@@ -479,6 +479,10 @@ func (c *checker) checkLinux() {
 	if l.Seccomp == nil {
 		l.Seccomp = DefaultSeccomp()
 		c.defaultSeccomp = true
+	} else {
+		// No profile may let the process make namespaces (nested user
+		// namespaces above all), whichever profile config.json brings.
+		denyNamespaceCreation(l.Seccomp)
 	}
 	if c.policy.Profile == libmaka.ProfileRestricted {
 		l.MaskedPaths = union(l.MaskedPaths, defaultMaskedPaths)

@@ -1,6 +1,8 @@
 package specconv
 
 import (
+	"slices"
+
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -53,4 +55,156 @@ func DefaultSeccomp() *specs.LinuxSeccomp {
 		})
 	}
 	return sc
+}
+
+// Clone flags a process needs without any namespace: fork's and a thread's.
+// They stand for "clone without namespace flags" when a profile is read.
+const (
+	forkCloneFlags   = unix.CLONE_CHILD_SETTID | unix.CLONE_CHILD_CLEARTID | uint64(unix.SIGCHLD)
+	threadCloneFlags = unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD |
+		unix.CLONE_SYSVSEM | unix.CLONE_SETTLS | unix.CLONE_PARENT_SETTID | unix.CLONE_CHILD_CLEARTID
+)
+
+// denyNamespaceCreation narrows a seccomp profile that config.json brings
+// so that the process cannot make a namespace: unshare fails with EPERM,
+// clone with a CLONE_NEW* flag with EPERM, clone3 with ENOSYS (libc then
+// falls back to clone). A new user namespace needs no capability and hands
+// the process every capability inside it; maka's own profile refuses it, and
+// so must any other (Podman's, for one, allows unshare and clone3). What the
+// profile refuses stays refused: only rules that let these calls through are
+// replaced. It reports whether the profile changed.
+func denyNamespaceCreation(sc *specs.LinuxSeccomp) bool {
+	eperm, enosys := uint(unix.EPERM), uint(unix.ENOSYS)
+	changed := false
+	if seccompMayAllow(sc, "unshare", 0) {
+		stripSyscall(sc, "unshare")
+		sc.Syscalls = append(sc.Syscalls, specs.LinuxSyscall{Names: []string{"unshare"}, Action: specs.ActErrno, ErrnoRet: &eperm})
+		changed = true
+	}
+	if seccompMayAllow(sc, "clone3", 0) {
+		stripSyscall(sc, "clone3")
+		sc.Syscalls = append(sc.Syscalls, specs.LinuxSyscall{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys})
+		changed = true
+	}
+	nsAllowed := false
+	var nsMask uint64
+	for _, flag := range namespaceCloneFlags {
+		nsMask |= flag
+		nsAllowed = nsAllowed || seccompMayAllow(sc, "clone", flag|forkCloneFlags)
+	}
+	if !nsAllowed {
+		return changed
+	}
+	// Plain clone keeps the action that let it through (allow, log, notify...).
+	plain, plainAllowed := specs.LinuxSeccompAction(""), false
+	for _, r := range sc.Syscalls {
+		if slices.Contains(r.Names, "clone") && allowing(r.Action) && (argsMayMatch(r.Args, forkCloneFlags) || argsMayMatch(r.Args, threadCloneFlags)) {
+			plain, plainAllowed = r.Action, true
+			break
+		}
+	}
+	stripSyscall(sc, "clone")
+	if plainAllowed && plain != sc.DefaultAction {
+		sc.Syscalls = append(sc.Syscalls, specs.LinuxSyscall{
+			Names: []string{"clone"}, Action: plain,
+			Args: []specs.LinuxSeccompArg{{Index: 0, Value: nsMask, ValueTwo: 0, Op: specs.OpMaskedEqual}},
+		})
+	}
+	for _, flag := range namespaceCloneFlags {
+		sc.Syscalls = append(sc.Syscalls, specs.LinuxSyscall{
+			Names: []string{"clone"}, Action: specs.ActErrno, ErrnoRet: &eperm,
+			Args: []specs.LinuxSeccompArg{{Index: 0, Value: flag, ValueTwo: flag, Op: specs.OpMaskedEqual}},
+		})
+	}
+	return true
+}
+
+// allowing reports whether an action may let the call run: allow and log do,
+// and so may trace and notify (the tracer or listener decides).
+func allowing(a specs.LinuxSeccompAction) bool {
+	switch a {
+	case specs.ActAllow, specs.ActLog, specs.ActTrace, specs.ActNotify:
+		return true
+	}
+	return false
+}
+
+// seccompMayAllow reports whether the profile may let name run with its
+// first argument arg0: some rule for it that may match lets it through, or
+// no rule may match and the default action does. Conditions on other
+// arguments may match (they are unknown here), which errs toward "allowed".
+func seccompMayAllow(sc *specs.LinuxSeccomp, name string, arg0 uint64) bool {
+	matched := false
+	for _, r := range sc.Syscalls {
+		if !slices.Contains(r.Names, name) || !argsMayMatch(r.Args, arg0) {
+			continue
+		}
+		if allowing(r.Action) {
+			return true
+		}
+		matched = true
+	}
+	return !matched && allowing(sc.DefaultAction)
+}
+
+// argsMayMatch evaluates a rule's conditions on arg0 as libcontainer adds
+// them: all of them must hold, unless one argument has several conditions,
+// in which case each is a rule of its own (any may hold).
+func argsMayMatch(args []specs.LinuxSeccompArg, arg0 uint64) bool {
+	if len(args) == 0 {
+		return true
+	}
+	perIndex := map[uint]int{}
+	for _, a := range args {
+		perIndex[a.Index]++
+	}
+	anyOf := false
+	for _, n := range perIndex {
+		anyOf = anyOf || n > 1
+	}
+	for _, a := range args {
+		holds := a.Index != 0 || condHolds(a, arg0)
+		if anyOf && holds {
+			return true
+		}
+		if !anyOf && !holds {
+			return false
+		}
+	}
+	return !anyOf
+}
+
+func condHolds(a specs.LinuxSeccompArg, v uint64) bool {
+	switch a.Op {
+	case specs.OpNotEqual:
+		return v != a.Value
+	case specs.OpLessThan:
+		return v < a.Value
+	case specs.OpLessEqual:
+		return v <= a.Value
+	case specs.OpEqualTo:
+		return v == a.Value
+	case specs.OpGreaterEqual:
+		return v >= a.Value
+	case specs.OpGreaterThan:
+		return v > a.Value
+	case specs.OpMaskedEqual:
+		return v&a.Value == a.ValueTwo
+	}
+	return true // an operator unknown here may match
+}
+
+// stripSyscall removes name from every rule, dropping rules left empty.
+func stripSyscall(sc *specs.LinuxSeccomp, name string) {
+	out := sc.Syscalls[:0]
+	for _, r := range sc.Syscalls {
+		if slices.Contains(r.Names, name) {
+			r.Names = slices.DeleteFunc(slices.Clone(r.Names), func(n string) bool { return n == name })
+			if len(r.Names) == 0 {
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	sc.Syscalls = out
 }

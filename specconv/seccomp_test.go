@@ -1,0 +1,99 @@
+package specconv
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// assertNoNamespaces: no new namespace through unshare, clone or clone3,
+// while fork and threads still work.
+func assertNoNamespaces(t *testing.T, sc *specs.LinuxSeccomp) {
+	t.Helper()
+	if seccompMayAllow(sc, "unshare", unix.CLONE_NEWUSER) || seccompMayAllow(sc, "clone3", 0) {
+		t.Errorf("unshare or clone3 still allowed: %+v", sc.Syscalls)
+	}
+	for _, flag := range namespaceCloneFlags {
+		if seccompMayAllow(sc, "clone", flag|forkCloneFlags) {
+			t.Errorf("clone with flag %#x still allowed", flag)
+		}
+	}
+	if !seccompMayAllow(sc, "clone", forkCloneFlags) || !seccompMayAllow(sc, "clone", threadCloneFlags) {
+		t.Errorf("fork or thread creation refused: %+v", sc.Syscalls)
+	}
+}
+
+func TestPodmanSeccompProfileLosesNamespaceCreationOnly(t *testing.T) {
+	s := engineSpec(t, "podman")
+	orig := s.Linux.Seccomp
+	if !seccompMayAllow(orig, "unshare", 0) || !seccompMayAllow(orig, "clone", unix.CLONE_NEWUSER) {
+		t.Fatal("the captured Podman profile was expected to allow unshare and clone(CLONE_NEWUSER)")
+	}
+	b, err := ToBoundary(s, policy(t, libmaka.ProfileBaseline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := b.Spec.Linux.Seccomp
+	assertNoNamespaces(t, sc)
+	if sc.DefaultAction != orig.DefaultAction || *sc.DefaultErrnoRet != *orig.DefaultErrnoRet {
+		t.Errorf("default action changed: %s/%d", sc.DefaultAction, *sc.DefaultErrnoRet)
+	}
+	// Everything else the profile says is kept.
+	for _, name := range []string{"read", "mount", "chroot", "socket", "personality"} {
+		for _, arg := range []uint64{0, 8, 16} {
+			if seccompMayAllow(sc, name, arg) != seccompMayAllow(orig, name, arg) {
+				t.Errorf("%s(%d): verdict changed", name, arg)
+			}
+		}
+	}
+	if seccompMayAllow(sc, "bpf", 0) || seccompMayAllow(sc, "kexec_load", 0) {
+		t.Error("a refused call became allowed")
+	}
+	// The caller's spec is untouched.
+	if !seccompMayAllow(s.Linux.Seccomp, "unshare", 0) {
+		t.Error("ToBoundary modified the input's seccomp profile")
+	}
+	if _, err := ToLibcontainer(b.Spec, Options{ID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDenyNamespaceCreation(t *testing.T) {
+	eperm := uint(unix.EPERM)
+	cases := map[string]*specs.LinuxSeccomp{
+		"allow by default": {DefaultAction: specs.ActAllow},
+		"clone allowed by name": {DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"read", "clone", "clone3", "unshare", "exit"}, Action: specs.ActAllow}}},
+		// Docker's: clone only without CLONE_NEW{NS,UTS,IPC,USER,PID,NET,CGROUP}; CLONE_NEWTIME passes.
+		"docker's masked clone": {DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"clone"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 0, Value: 0x7E020000, ValueTwo: 0, Op: specs.OpMaskedEqual}}}}},
+		"notify": {DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"clone", "unshare"}, Action: specs.ActNotify}, {Names: []string{"exit"}, Action: specs.ActAllow}}},
+	}
+	for name, sc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if !denyNamespaceCreation(sc) {
+				t.Fatal("profile not changed")
+			}
+			assertNoNamespaces(t, sc)
+			if slices.ContainsFunc(sc.Syscalls, func(r specs.LinuxSyscall) bool { return len(r.Names) == 0 }) {
+				t.Error("an empty rule was left")
+			}
+		})
+	}
+	// A profile that refuses all of it already is left as it is.
+	strict := &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, DefaultErrnoRet: &eperm,
+		Syscalls: []specs.LinuxSyscall{{Names: []string{"read"}, Action: specs.ActAllow}}}
+	if denyNamespaceCreation(strict) || len(strict.Syscalls) != 1 {
+		t.Errorf("a strict profile was changed: %+v", strict.Syscalls)
+	}
+	// A profile that refuses plain clone does not gain it.
+	noClone := &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{{Names: []string{"unshare"}, Action: specs.ActAllow}}}
+	denyNamespaceCreation(noClone)
+	if seccompMayAllow(noClone, "clone", forkCloneFlags) || seccompMayAllow(noClone, "unshare", 0) {
+		t.Errorf("clone allowed or unshare kept: %+v", noClone.Syscalls)
+	}
+}
