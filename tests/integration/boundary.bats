@@ -86,7 +86,7 @@ reject_case() {
   maka delete --force bd-out
 }
 
-@test "every policy item is refused before anything exists, naming its config.json field" {
+@test "capabilities, a writable root, binds and namespaces are refused before anything exists, naming the field" {
   reject_case '.process.capabilities.bounding = ["CAP_KILL"]' 'process.capabilities.bounding[0]'
   reject_case '.root.readonly = false' 'root.readonly'
   reject_case '.mounts += [{destination: "/mnt", type: "bind", source: "/srv", options: ["rbind", "ro"]}]' 'mounts[10].source'
@@ -94,12 +94,18 @@ reject_case() {
   reject_case '.linux.namespaces |= map(select(.type != "network"))' 'linux.namespaces'
   reject_case '.linux.namespaces |= map(if .type == "network" then .path = "/proc/1/ns/net" else . end)' 'linux.namespaces[1].path'
   reject_case '.linux.namespaces |= map(select(.type != "pid"))' 'linux.namespaces'
+}
+
+@test "devices, sysctls, hooks and limits beyond the policy are refused before anything exists, naming the field" {
   reject_case '.linux.devices = [{path: "/dev/kvm", type: "c", major: 10, minor: 232}]' 'linux.devices[0]'
   reject_case '.linux.sysctl = {"net.ipv4.ip_forward": "1"}' 'linux.sysctl["net.ipv4.ip_forward"]'
   reject_case '.hooks = {prestart: [{path: "/bin/true"}]}' 'hooks.prestart[0]'
   reject_case '.linux.resources.memory = {limit: 8589934592}' 'linux.resources.memory.limit'
   reject_case '.linux.resources.memory = {limit: 67108864, swap: -1}' 'linux.resources.memory.swap'
   reject_case '.linux.resources.pids = {limit: 100000}' 'linux.resources.pids.limit'
+}
+
+@test "cpu, tmpfs size, timeout and profile annotations beyond the policy are refused before anything exists, naming the field" {
   reject_case '.linux.resources.cpu = {quota: 800000, period: 100000}' 'linux.resources.cpu.quota'
   reject_case '.mounts |= map(if .destination == "/tmp" then .options += ["size=4g"] else . end)' 'mounts[7].options[4]'
   reject_case '.annotations = {"org.maka.timeout": "100000"}' 'annotations["org.maka.timeout"]'
