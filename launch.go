@@ -131,9 +131,6 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		destroy(ctr)
 		return 1, err
 	}
-	if mode == modeRun {
-		runPoststart(ctr)
-	}
 	if pidFile != "" {
 		if err := libmaka.WritePidFile(pidFile, pid); err != nil {
 			destroy(ctr)
@@ -151,6 +148,10 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		return 1, err
 	}
 	op.End()
+	if mode == modeRun {
+		// After the lock is released: a hook may call maka on the id.
+		runPoststart(ctr)
+	}
 	if detach {
 		return 0, nil
 	}
