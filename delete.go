@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/maka-runtime/maka/libmaka"
@@ -74,6 +76,11 @@ EXAMPLE:
 		}
 		libmaka.CrashPoint("delete:mid-delete")
 		if err := ctr.Destroy(); err != nil {
+			// A failing poststop hook runs after the cgroup and the
+			// state are gone: the container is, so is its record.
+			if _, serr := os.Stat(filepath.Join(rt.Root, id)); errors.Is(serr, os.ErrNotExist) {
+				_ = op.Drop()
+			}
 			return err
 		}
 		libmaka.CrashPoint("delete:state-removed")
