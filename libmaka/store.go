@@ -316,13 +316,11 @@ type Lock struct {
 	f     *os.File
 }
 
-// lockPollMax bounds the sleep between attempts while another maka holds
-// an id's lock.
-const lockPollMax = 20 * time.Millisecond
-
-// Lock takes the id's lock, waiting up to wait for another holder. Lock
-// files are never removed: a command that opened one must not lock an inode
-// that a later command no longer sees under that name.
+// Lock takes the id's lock, waiting up to wait for another holder (wait 0:
+// one attempt). Lock files are never removed: a command that opened one
+// must not lock an inode that a later command no longer sees under that
+// name. The wait blocks in the kernel rather than polling: twenty waiters
+// polling would starve the holder they wait for on a small machine.
 func (s *Store) Lock(id string, wait time.Duration) (*Lock, error) {
 	if !ValidID(id) {
 		return nil, fmt.Errorf("container id %q: invalid (allowed: letters, digits, _ + - . and not . or ..)", id)
@@ -331,28 +329,45 @@ func (s *Store) Lock(id string, wait time.Duration) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("container %s: lock: %w", id, err)
 	}
-	deadline := time.Now().Add(wait)
-	pause := time.Millisecond
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return &Lock{store: s, id: id, f: f}, nil
+	fd := int(f.Fd())
+	err = flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) && wait > 0 {
+		got := make(chan error, 1)
+		go func() { got <- flock(fd, unix.LOCK_EX) }()
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case err = <-got:
+		case <-timer.C:
+			// Abandoned: if the lock comes later, let it go at once.
+			go func() { <-got; f.Close() }()
+			return nil, s.busyError(id, wait)
 		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("container %s: lock: %w", id, err)
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			holder := "another maka"
-			if r, _ := s.Get(id); r != nil && r.Owner.Alive() {
-				holder = r.Owner.String()
-			}
-			return nil, fmt.Errorf("container %s is busy: %s has held it for more than %s", id, holder, wait)
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, lockPollMax)
 	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, s.busyError(id, wait)
+		}
+		return nil, fmt.Errorf("container %s: lock: %w", id, err)
+	}
+	return &Lock{store: s, id: id, f: f}, nil
+}
+
+func flock(fd, how int) error {
+	for {
+		if err := unix.Flock(fd, how); !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+func (s *Store) busyError(id string, wait time.Duration) error {
+	holder := "another maka"
+	if r, _ := s.Get(id); r != nil && r.Owner.Alive() {
+		holder = r.Owner.String()
+	}
+	return fmt.Errorf("container %s is busy: %s has held it for more than %s", id, holder, wait)
 }
 
 // Busy reports whether a command holds id's lock now. It probes with a
