@@ -229,7 +229,9 @@ func OpenStore(stateDir, root string, create bool) (*Store, error) {
 	case err == nil && string(data) != root:
 		return nil, fmt.Errorf("state dir %s belongs to root %q, not %q", s.Dir, data, root)
 	case errors.Is(err, os.ErrNotExist) && create:
-		if err := writeFileAtomic(rootFile, []byte(root)); err != nil {
+		// Concurrent first opens race here: each writes its own
+		// temporary file and renames it; all write the same content.
+		if err := writeRootFile(rootFile, root); err != nil {
 			return nil, fmt.Errorf("state dir: %w", err)
 		}
 	case err != nil && !errors.Is(err, os.ErrNotExist):
@@ -429,8 +431,14 @@ func (l *Lock) Drop() error {
 	return syncDir(l.store.recordsDir())
 }
 
-func writeFileAtomic(path string, data []byte) error {
-	return writeFileAtomicAs(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp"), path, data)
+func writeRootFile(path, root string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".root.*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	f.Close()
+	return writeFileAtomicAs(tmp, path, []byte(root))
 }
 
 // writeFileAtomicAs writes data to tmp, syncs it, renames it to path and

@@ -472,3 +472,19 @@ func FuzzParseRecord(f *testing.F) {
 		}
 	})
 }
+
+func TestConcurrentFirstOpensOfAStoreAllSucceed(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	errs := make(chan error, 20)
+	for range 20 {
+		go func() {
+			_, err := OpenStore(state, "/run/maka", true)
+			errs <- err
+		}()
+	}
+	for range 20 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

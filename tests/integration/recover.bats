@@ -195,13 +195,14 @@ crash_create_and_recover() { # STAGE STATUS_AFTER_CRASH
 }
 
 @test "20 concurrent creates of one id: exactly one wins, the others get already exists" {
-  local i dir=$BATS_TEST_TMPDIR/race
+  local i dir=$BATS_TEST_TMPDIR/race pids=()
   mkdir -p "$dir"
   for i in $(seq 1 20); do
     ( "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" create --bundle "$B" rc-same \
         </dev/null >"$dir/$i.out" 2>&1 3>&-; echo $? >"$dir/$i.rc" ) &
+    pids+=($!)
   done
-  wait
+  wait "${pids[@]}" # not a bare wait: BATS_TEST_TIMEOUT's watchdog is a job too
   local won=0 lost=0
   for i in $(seq 1 20); do
     if [ "$(cat "$dir/$i.rc")" = 0 ]; then
@@ -242,12 +243,13 @@ stress_loop() {
 }
 
 @test "20 parallel create/start/delete loops on distinct ids leave nothing behind" {
-  local i n=${MAKA_STRESS_ITER:-2} log=$BATS_TEST_TMPDIR/stress.log
+  local i n=${MAKA_STRESS_ITER:-2} log=$BATS_TEST_TMPDIR/stress.log pids=()
   : >"$log"
   for i in $(seq 1 20); do
     stress_loop "rc-par$i" "$n" "$log" &
+    pids+=($!)
   done
-  wait
+  wait "${pids[@]}"
   cat "$log"
   [ ! -s "$log" ]
   for i in $(seq 1 20); do
@@ -259,12 +261,13 @@ stress_loop() {
 }
 
 @test "20 parallel create/start/delete loops on one id leave nothing behind" {
-  local i n=${MAKA_STRESS_ITER:-2} log=$BATS_TEST_TMPDIR/stress.log
+  local i n=${MAKA_STRESS_ITER:-2} log=$BATS_TEST_TMPDIR/stress.log pids=()
   : >"$log"
   for i in $(seq 1 20); do
     stress_loop rc-one "$n" "$log" &
+    pids+=($!)
   done
-  wait
+  wait "${pids[@]}"
   cat "$log"
   [ ! -s "$log" ]
   maka delete --force rc-one 2>/dev/null || true # the last loop may have lost its delete to another's create
