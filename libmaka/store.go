@@ -321,8 +321,8 @@ type Lock struct {
 // Lock takes the id's lock, waiting up to wait for another holder (wait 0:
 // one attempt). Lock files are never removed: a command that opened one
 // must not lock an inode that a later command no longer sees under that
-// name. The wait blocks in the kernel rather than polling: twenty waiters
-// polling would starve the holder they wait for on a small machine.
+// name. The wait blocks in the kernel rather than polling: waiters cost
+// nothing while they wait, and wake as soon as the holder lets go.
 func (s *Store) Lock(id string, wait time.Duration) (*Lock, error) {
 	if !ValidID(id) {
 		return nil, fmt.Errorf("container id %q: invalid (allowed: letters, digits, _ + - . and not . or ..)", id)
