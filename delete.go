@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/maka-runtime/maka/libmaka"
@@ -35,10 +37,19 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
+		op, err := rt.Begin(id, "delete")
+		if err != nil {
+			return err
+		}
+		defer op.End()
+		if op.Reaped != "" {
+			// Begin removed a dead owner's leftovers: that was the delete.
+			return nil
+		}
 		ctr, err := rt.Load(id)
 		if errors.Is(err, libmaka.ErrNotExist) {
-			// A create that died early can leave a state dir without
-			// state.json; it is garbage either way.
+			// A state dir without state.json (made by a maka without a
+			// contract store) is garbage either way.
 			_ = rt.RemoveLeftovers(id)
 			if force {
 				return nil
@@ -51,15 +62,28 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
-		switch {
-		case status == libmaka.Stopped:
-		case status == libmaka.Created || force:
+		if status != libmaka.Stopped && status != libmaka.Created && !force {
+			return fmt.Errorf("cannot delete container %s that is not stopped: %s (use --force)", id, status)
+		}
+		if err := op.Transition(libmaka.StageDeleting); err != nil {
+			return err
+		}
+		libmaka.CrashPoint("delete:record-published")
+		if status != libmaka.Stopped {
 			if err := ctr.Kill(killTimeout); err != nil {
 				return err
 			}
-		default:
-			return fmt.Errorf("cannot delete container %s that is not stopped: %s (use --force)", id, status)
 		}
-		return ctr.Destroy()
+		libmaka.CrashPoint("delete:mid-delete")
+		if err := ctr.Destroy(); err != nil {
+			// A failing poststop hook runs after the cgroup and the
+			// state are gone: the container is, so is its record.
+			if _, serr := os.Stat(filepath.Join(rt.Root, id)); errors.Is(serr, os.ErrNotExist) {
+				_ = op.Drop()
+			}
+			return err
+		}
+		libmaka.CrashPoint("delete:state-removed")
+		return op.Drop()
 	},
 }

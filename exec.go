@@ -82,10 +82,11 @@ func execProcess(c *cli.Context) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	ctr, err := loadContainer(c)
+	op, ctr, err := lockContainer(c)
 	if err != nil {
 		return 1, err
 	}
+	defer op.End()
 	status, err := ctr.Status()
 	if err != nil {
 		return 1, err
@@ -129,6 +130,7 @@ func execProcess(c *cli.Context) (int, error) {
 	if err := ctr.Run(process); err != nil {
 		return 1, fmt.Errorf("exec in %s: %w", ctr.ID(), err)
 	}
+	op.End() // the process is set up: other commands may drive the container
 	if err := io.afterStart(); err != nil {
 		return 1, err
 	}

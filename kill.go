@@ -35,10 +35,11 @@ EXAMPLE:
 				return err
 			}
 		}
-		ctr, err := loadContainer(c)
+		op, ctr, err := lockContainer(c)
 		if err != nil {
 			return err
 		}
+		defer op.End()
 		if c.Bool("all") {
 			err = ctr.SignalAll(sig)
 		} else {

@@ -100,12 +100,20 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		defer fwd.stop()
 	}
 
-	ctr, err := rt.Create(id, conv.Config, libmaka.Record{
+	// The id's lock is held until the container is created (and for run,
+	// started); if this command fails before op.Commit, op.End removes
+	// what it made.
+	op, err := rt.Begin(id, c.Command.Name)
+	if err != nil {
+		return 1, err
+	}
+	defer op.End()
+	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
 		Poststart: conv.Poststart,
 		Process:   boundary.Spec.Process,
 		Boundary:  boundary,
 		Policy:    policy,
-	})
+	}, bundle, libmaka.LaunchOptions{NoPivot: c.Bool("no-pivot"), NoNewKeyring: c.Bool("no-new-keyring")})
 	if err != nil {
 		return 1, err
 	}
@@ -113,6 +121,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		destroy(ctr)
 		return 1, err
 	}
+	libmaka.CrashPoint(c.Command.Name + ":init-spawned")
 	if err := io.afterStart(); err != nil {
 		destroy(ctr)
 		return 1, err
@@ -122,22 +131,53 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		destroy(ctr)
 		return 1, err
 	}
-	if mode == modeRun {
-		runPoststart(ctr)
-	}
 	if pidFile != "" {
 		if err := libmaka.WritePidFile(pidFile, pid); err != nil {
 			destroy(ctr)
 			return 1, err
 		}
 	}
+	stage := libmaka.StageCreated
+	if mode == modeRun {
+		stage = libmaka.StageRunning
+	}
+	// A foreground run is attached: the container dies with it, and
+	// `maka recover` reaps it if this process dies first.
+	if err := op.Commit(stage, !detach); err != nil {
+		destroy(ctr)
+		return 1, err
+	}
+	op.End()
+	if mode == modeRun {
+		// After the lock is released: a hook may call maka on the id.
+		runPoststart(ctr)
+	}
 	if detach {
 		return 0, nil
 	}
 	status := fwd.forward(pid, io)
 	io.close()
-	destroy(ctr)
+	destroyAttached(rt, ctr)
 	return status, nil
+}
+
+// destroyAttached removes a foreground run's container once its process
+// has exited, under the id's lock, unless the container was replaced
+// meanwhile (deleted and created again by another command).
+func destroyAttached(rt *libmaka.Runtime, ctr *libmaka.Container) {
+	op, err := rt.Begin(ctr.ID(), "run")
+	if err != nil {
+		logrus.Warn(err)
+		return
+	}
+	defer op.End()
+	if !op.OwnedBySelf() {
+		return // deleted by another command (and maybe created again)
+	}
+	destroy(ctr)
+	if err := op.Drop(); err != nil {
+		logrus.Warn(err)
+	}
 }
 
 func startInit(ctr *libmaka.Container, p *libcontainer.Process, mode launchMode) error {

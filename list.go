@@ -54,31 +54,31 @@ EXAMPLE:
 		w := tabwriter.NewWriter(os.Stdout, 12, 1, 3, ' ', 0)
 		fmt.Fprint(w, "ID\tPID\tSTATUS\tBUNDLE\tCREATED\tOWNER\n")
 		for _, s := range states {
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Pid, s.Status, s.Bundle, s.Created.Format(time.RFC3339Nano), s.Owner)
+			status := string(s.Status)
+			if s.Orphaned != "" {
+				status += "(orphaned)" // details: --format json, maka recover
+			}
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Pid, status, s.Bundle, s.Created.Format(time.RFC3339Nano), s.Owner)
 		}
 		return w.Flush()
 	},
 }
 
-// listStates loads every container; one that cannot be loaded (a create
-// in progress, or leftovers) is skipped with a log line.
+// listStates loads every container with runtime state or a record (a
+// create in progress, or a crashed command's leftovers, marked orphaned);
+// one that cannot be read is skipped with a log line.
 func listStates(rt *libmaka.Runtime) ([]libmaka.State, error) {
-	ids, err := rt.IDs()
+	ids, err := rt.AllIDs()
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", rt.Root, err)
 	}
 	states := []libmaka.State{}
 	for _, id := range ids {
-		ctr, err := rt.Load(id)
+		st, err := rt.StateOf(id)
 		if err != nil {
 			if !errors.Is(err, libmaka.ErrNotExist) {
 				logrus.Warnf("list: %v", err)
 			}
-			continue
-		}
-		st, err := ctr.State()
-		if err != nil {
-			logrus.Warnf("list: %v", err)
 			continue
 		}
 		states = append(states, *st)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -69,6 +70,7 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "root", Value: defaultRoot(), Usage: "directory holding the containers' runtime state (must be on tmpfs)"},
 			&cli.BoolFlag{Name: "systemd-cgroup", Usage: "use systemd to manage cgroups (not supported by maka: refused when a container would use it)"},
 			&cli.StringFlag{Name: "rootless", Value: "auto", Usage: "rootless mode: true, false or auto (maka runs as root only; refused when it would matter)"},
+			&cli.StringFlag{Name: "state-dir", Value: libmaka.DefaultStateDir, EnvVars: []string{"MAKA_STATE_DIR"}, Usage: "contract store: each container's persisted boundary, owner and stage, and its lock (created 0700; see docs/recovery.md)"},
 			&cli.StringFlag{Name: "policy", EnvVars: []string{"MAKA_POLICY"}, Usage: "boundary policy file (default: /etc/maka/policy.json if it exists, else the built-in restricted profile)"},
 			&cli.StringFlag{Name: "criu", Hidden: true, Usage: "accepted for runc compatibility; checkpoint/restore is not supported"},
 		},
@@ -86,6 +88,7 @@ func newApp() *cli.App {
 			pauseCommand,
 			policyCommand,
 			psCommand,
+			recoverCommand,
 			restoreCommand,
 			resumeCommand,
 			runCommand,

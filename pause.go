@@ -35,10 +35,11 @@ func freeze(c *cli.Context, pause bool) error {
 	if err := checkArgs(c, 1, exactArgs); err != nil {
 		return err
 	}
-	ctr, err := loadContainer(c)
+	op, ctr, err := lockContainer(c)
 	if err != nil {
 		return err
 	}
+	defer op.End()
 	if pause {
 		err = ctr.Pause()
 	} else {

@@ -20,10 +20,11 @@ EXAMPLE:
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		ctr, err := loadContainer(c)
+		op, ctr, err := lockContainer(c)
 		if err != nil {
 			return err
 		}
+		defer op.End()
 		status, err := ctr.Status()
 		if err != nil {
 			return err
@@ -35,9 +36,18 @@ EXAMPLE:
 		default:
 			return fmt.Errorf("cannot start an already %s container: %w", status, libmaka.ErrWrongState)
 		}
+		if err := op.Transition(libmaka.StageStarting); err != nil {
+			return err
+		}
+		libmaka.CrashPoint("start:record-published")
 		if err := ctr.Exec(); err != nil {
 			return fmt.Errorf("start %s: %w", ctr.ID(), err)
 		}
+		libmaka.CrashPoint("start:after-exec")
+		if err := op.Commit(libmaka.StageRunning, false); err != nil {
+			return err
+		}
+		op.End()
 		runPoststart(ctr)
 		return nil
 	},

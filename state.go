@@ -13,7 +13,10 @@ var stateCommand = &cli.Command{
 	ArgsUsage: "<container-id>",
 	Description: `The state command prints the container's state on stdout as JSON:
 ociVersion, id, pid, status (created|running|paused|stopped), bundle, rootfs,
-created, annotations and owner.
+created, annotations and owner; "orphaned" says why the container is a crashed
+command's leftover that the next command on it, or "maka recover", removes.
+A container whose create is in progress (or was interrupted before its
+runtime state existed) is "creating".
 
 EXAMPLE:
        # maka state box1`,
@@ -21,11 +24,11 @@ EXAMPLE:
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		ctr, err := loadContainer(c)
+		rt, err := runtimeOf(c)
 		if err != nil {
 			return err
 		}
-		st, err := ctr.State()
+		st, err := rt.StateOf(c.Args().First())
 		if err != nil {
 			return err
 		}

@@ -52,10 +52,11 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
-		ctr, err := loadContainer(c)
+		op, ctr, err := lockContainer(c)
 		if err != nil {
 			return err
 		}
+		defer op.End()
 		cg, err := rspecconv.CreateCgroupConfig(&rspecconv.CreateOpts{
 			CgroupName: ctr.ID(),
 			Spec:       &specs.Spec{Linux: &specs.Linux{Resources: r}},

@@ -47,7 +47,11 @@ func runtimeOf(c *cli.Context) (*libmaka.Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--root: %w", err)
 	}
-	return &libmaka.Runtime{Root: root}, nil
+	stateDir, err := filepath.Abs(c.String("state-dir"))
+	if err != nil {
+		return nil, fmt.Errorf("--state-dir: %w", err)
+	}
+	return &libmaka.Runtime{Root: root, StateDir: stateDir}, nil
 }
 
 // loadContainer loads the container named by the first argument.

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/opencontainers/cgroups/manager"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/utils"
@@ -29,9 +31,20 @@ const (
 	Stopped Status = "stopped"
 )
 
-// Runtime is a state root holding containers (runc's --root).
+// Runtime is a state root holding containers (runc's --root), and the
+// contract store of that root under StateDir (DefaultStateDir if empty).
 type Runtime struct {
-	Root string
+	Root     string
+	StateDir string
+}
+
+// Store opens the root's contract store; see OpenStore for create.
+func (rt *Runtime) Store(create bool) (*Store, error) {
+	dir := rt.StateDir
+	if dir == "" {
+		dir = DefaultStateDir
+	}
+	return OpenStore(dir, rt.Root, create)
 }
 
 // Record is what maka keeps next to libcontainer's state.json, in
@@ -59,26 +72,97 @@ type Container struct {
 	Record Record
 }
 
-// Create sets up a new container (namespaces, cgroup, init waiting on the
-// exec fifo is started separately by Start/Run). It refuses a host without
-// cgroup v2 before anything is touched.
-func (rt *Runtime) Create(id string, config *configs.Config, rec Record) (*Container, error) {
+// Create sets up a new container under op (the id's lock, taken by
+// rt.Begin): it publishes the record, then creates libcontainer's state and
+// the cgroup; Start or Run then spawns the init. Nothing exists on the host
+// before the record is on disk, so a crash at any point leaves only what
+// the record names. It refuses a host without cgroup v2 before anything is
+// touched. If the command fails or dies before op.Commit, op.End (or the
+// next command, or `maka recover`) removes what was made.
+func (rt *Runtime) Create(op *Op, config *configs.Config, rec Record, bundle string, opts LaunchOptions) (*Container, error) {
+	id := op.ID
 	if err := CheckCgroupV2(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(rt.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: state root: %w", id, err)
 	}
+	if err := CheckPrivateDir(rt.Root); err != nil {
+		return nil, fmt.Errorf("create %s: --root: %w", id, err)
+	}
+	// Under the lock, a record or a state dir means the id is taken: the
+	// record is then never overwritten, so it never names another
+	// container's cgroup.
+	if _, err := os.Stat(filepath.Join(rt.Root, id)); op.Record != nil || err == nil {
+		return nil, containerError(id, libcontainer.ErrExist)
+	}
+	cgroupPath, err := cgroupDir(config)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", id, err)
+	}
+	if populated(cgroupPath) {
+		// libcontainer refuses it too, later; refusing it before the
+		// record is published keeps recovery from killing its owner.
+		return nil, fmt.Errorf("create %s: cgroup %s already has processes", id, cgroupPath)
+	}
+	if err := op.publishFirst(&ContainerRecord{
+		Bundle:     bundle,
+		CgroupPath: cgroupPath,
+		Created:    time.Now().UTC(),
+		Options:    opts,
+		Boundary:   rec.Boundary,
+		Policy:     rec.Policy,
+	}); err != nil {
+		return nil, fmt.Errorf("create %s: %w", id, err)
+	}
+	CrashPoint(op.Command + ":record-published")
+	if CrashWanted(op.Command + ":init-setup") {
+		addCrashHook(config, op.Command+":init-setup")
+	}
 	lc, err := libcontainer.Create(rt.Root, id, config)
 	if err != nil {
 		return nil, containerError(id, err)
 	}
 	c := &Container{Container: lc, rt: rt, Record: rec}
+	// maka makes the (empty) cgroup itself, so that it exists only once
+	// the record naming it is on disk; libcontainer joins it at Start.
+	if err := os.MkdirAll(cgroupPath, 0o755); err != nil {
+		_ = lc.Destroy()
+		return nil, fmt.Errorf("create %s: cgroup: %w", id, err)
+	}
+	CrashPoint(op.Command + ":cgroup-created")
 	if err := writeJSONAtomic(filepath.Join(rt.Root, id, recordFile), rec); err != nil {
 		_ = lc.Destroy()
 		return nil, fmt.Errorf("create %s: %w", id, err)
 	}
 	return c, nil
+}
+
+// cgroupDir is the cgroup v2 directory libcontainer will use for config.
+func cgroupDir(config *configs.Config) (string, error) {
+	m, err := manager.New(config.Cgroups)
+	if err != nil {
+		return "", fmt.Errorf("cgroup: %w", err)
+	}
+	p := m.Path("")
+	if !cleanAbs(p) || !strings.HasPrefix(p, cgroupRoot+"/") {
+		return "", fmt.Errorf("cgroup path %q is not below %s", p, cgroupRoot)
+	}
+	return p, nil
+}
+
+// addCrashHook makes the create die while libcontainer sets up the init:
+// it is in its cgroup and has done its mounts (createRuntime hooks run
+// then), and no state.json exists yet. Only for MAKA_TEST_CRASH_AT.
+func addCrashHook(config *configs.Config, stage string) {
+	if config.Hooks == nil {
+		config.Hooks = configs.Hooks{}
+	}
+	config.Hooks[configs.CreateRuntime] = append(config.Hooks[configs.CreateRuntime],
+		configs.NewFunctionHook(func(*specs.State) error {
+			CrashPoint(stage)
+			return nil
+		}))
 }
 
 // Load returns the container id; a missing one gives an error wrapping ErrNotExist.
@@ -165,6 +249,9 @@ type State struct {
 	Created     time.Time         `json:"created"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 	Owner       string            `json:"owner"`
+	// Orphaned is set when the container is the leftover of a maka that
+	// died mid-operation (or whose runtime state is gone): why.
+	Orphaned string `json:"orphaned,omitempty"`
 }
 
 // State reports the container's current state.

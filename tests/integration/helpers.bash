@@ -7,6 +7,8 @@
 #                  (default: <repo>/build/fixtures)
 #   MAKA_ROOT      --root state directory (default: per test file, under
 #                  $BATS_FILE_TMPDIR, else /run/maka-test)
+#   MAKA_STATE_DIR --state-dir contract store (default: per test file, next
+#                  to MAKA_ROOT; exported, so direct "$MAKA_BINARY" calls use it)
 #
 # A test file that defines its own setup_file/teardown_file must call
 # maka_setup_file / maka_teardown_file from them.
@@ -21,7 +23,14 @@ if [ -z "${MAKA_ROOT:-}" ]; then
     MAKA_ROOT=/run/maka-test
   fi
 fi
-export MAKA_BINARY MAKA_FIXTURES MAKA_ROOT
+if [ -z "${MAKA_STATE_DIR:-}" ]; then
+  if [ -n "${BATS_FILE_TMPDIR:-}" ]; then
+    MAKA_STATE_DIR=$BATS_FILE_TMPDIR/maka-state
+  else
+    MAKA_STATE_DIR=/run/maka-test-state
+  fi
+fi
+export MAKA_BINARY MAKA_FIXTURES MAKA_ROOT MAKA_STATE_DIR
 # The boundary policy (maka reads MAKA_POLICY like --policy). The runc
 # compatibility suite runs under baseline, the profile for the specs that
 # container engines write, widened to bind the tests' own files under /tmp
@@ -29,9 +38,9 @@ export MAKA_BINARY MAKA_FIXTURES MAKA_ROOT
 : "${MAKA_POLICY=$MAKA_REPO/tests/integration/fixtures/policy-baseline.json}"
 export MAKA_POLICY
 
-# maka ARGS...: the runtime under test with the per-file state directory.
+# maka ARGS...: the runtime under test with the per-file state directories.
 maka() {
-  "$MAKA_BINARY" --root "$MAKA_ROOT" "$@"
+  "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" "$@"
 }
 
 # setup_rootfs: copy the fixture rootfs once per test file into a tmpfs
@@ -359,12 +368,14 @@ init_pids() {
   pgrep -fx -- "$MAKA_BINARY init" || true
 }
 
-# assert_nothing_left ID: no state dir, no cgroup named ID anywhere (runc's
-# default place is under the parent of the caller's cgroup), no waiting
-# "maka init" process, and `list` does not show it.
+# assert_nothing_left ID: no state dir, no record in the contract store, no
+# cgroup named ID anywhere (runc's default place is under the parent of the
+# caller's cgroup), no waiting "maka init" process, and `list` does not show it.
 assert_nothing_left() {
   local id=$1 left
   [ ! -e "$MAKA_ROOT/$id" ] || { echo "state dir $MAKA_ROOT/$id left" >&2; return 1; }
+  left=$(find "$MAKA_STATE_DIR" \( -name "$id.json" -o -name ".$id.json.tmp" \) 2>/dev/null)
+  [ -z "$left" ] || { echo "record left: $left" >&2; return 1; }
   left=$(find /sys/fs/cgroup -type d -name "$id" 2>/dev/null)
   [ -z "$left" ] || { echo "cgroup left: $left" >&2; return 1; }
   left=$(init_pids)
@@ -406,7 +417,7 @@ require_binary() {
 maka_io() {
   local log rc=0
   log=$(mktemp "${BATS_TEST_TMPDIR:-/tmp}/maka-io.XXXXXX")
-  "$MAKA_BINARY" --root "$MAKA_ROOT" "$@" </dev/null >"$log" 2>&1 || rc=$?
+  "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" "$@" </dev/null >"$log" 2>&1 || rc=$?
   cat "$log"
   return $rc
 }

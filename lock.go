@@ -1,0 +1,26 @@
+package main
+
+import (
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/urfave/cli/v2"
+)
+
+// lockContainer takes the lock of the container named by the first
+// argument for this command (cleaning a dead owner's leftovers first) and
+// loads it. The caller must op.End() once its change is made.
+func lockContainer(c *cli.Context) (*libmaka.Op, *libmaka.Container, error) {
+	rt, err := runtimeOf(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	op, err := rt.Begin(c.Args().First(), c.Command.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctr, err := rt.Load(op.ID)
+	if err != nil {
+		op.End()
+		return nil, nil, err
+	}
+	return op, ctr, nil
+}

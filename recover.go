@@ -1,0 +1,160 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/specconv"
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+)
+
+var recoverCommand = &cli.Command{
+	Name:  "recover",
+	Usage: "remove what crashed maka commands left behind (processes, cgroups, mounts, state), and optionally re-create the sandboxes",
+	Description: `The contract store (--state-dir) holds a record per container, written before
+anything exists on the host. recover reaps every record whose container is
+an orphan: an operation (create, start, delete) interrupted because its maka
+died, a foreground run whose maka died, or a container whose runtime state
+(--root) is gone, e.g. after a reboot. Reaping kills the cgroup (cgroup.kill),
+removes it, the mounts and the runtime state, and drops the record last.
+Healthy containers are not touched. A container another maka is changing is
+reported busy; one that could not be cleaned is kept and reported failed,
+with the reason, for the next try (exit status 1).
+
+With --relaunch, each reaped sandbox that had been created is created again
+from its record: the same boundary, a fresh instance, started if it was
+running. Its standard streams are /dev/null (a terminal cannot be relaunched).
+
+EXAMPLE:
+       # maka recover --relaunch --format json`,
+	Flags: []cli.Flag{
+		&cli.BoolFlag{Name: "relaunch", Usage: "re-create each recovered sandbox from its persisted contract"},
+		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "table or json"},
+	},
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 0, exactArgs); err != nil {
+			return err
+		}
+		format := c.String("format")
+		if format != "table" && format != "json" {
+			return fmt.Errorf("--format: invalid value %q (want table or json)", format)
+		}
+		rt, err := runtimeOf(c)
+		if err != nil {
+			return err
+		}
+		var relaunch libmaka.Relauncher
+		if c.Bool("relaunch") {
+			relaunch = func(op *libmaka.Op, rec *libmaka.ContainerRecord) (libmaka.Status, error) {
+				return relaunchSandbox(rt, op, rec)
+			}
+		}
+		results, err := rt.Recover(relaunch)
+		if err != nil {
+			return fmt.Errorf("recover: %w", err)
+		}
+		if format == "json" {
+			err = printJSON(results)
+		} else {
+			err = printRecoveryTable(results)
+		}
+		if err != nil {
+			return err
+		}
+		for _, r := range results {
+			if r.Result == libmaka.Failed {
+				return fmt.Errorf("recover: container %s kept: %s", r.ID, r.Error)
+			}
+		}
+		return nil
+	},
+}
+
+func printRecoveryTable(results []libmaka.RecoveryResult) error {
+	w := tabwriter.NewWriter(os.Stdout, 12, 1, 3, ' ', 0)
+	fmt.Fprint(w, "ID\tSTAGE\tOWNER\tRESULT\tRELAUNCHED\tREASON\n")
+	for _, r := range results {
+		relaunched := r.Relaunched
+		if r.RelaunchError != "" {
+			relaunched = "no: " + r.RelaunchError
+		}
+		reason := r.Reason
+		if r.Error != "" {
+			reason += ": " + r.Error
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Stage, strconv.Itoa(r.Owner.Pid), r.Result, relaunched, reason)
+	}
+	return w.Flush()
+}
+
+// relaunchSandbox creates the sandbox of rec again under op: the boundary
+// it was created with (never config.json, which may have changed), the
+// launch options it had, a fresh instance. A sandbox that had been started
+// is started again. Its stdio is /dev/null.
+func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.ContainerRecord) (libmaka.Status, error) {
+	b := rec.Boundary
+	if b.Spec == nil || b.Spec.Process == nil {
+		return "", errors.New("the record has no compiled spec")
+	}
+	if b.Spec.Process.Terminal {
+		return "", errors.New("its process needs a terminal: a relaunch has no console socket to hand it to")
+	}
+	if err := checkHostSupportRelaunch(); err != nil {
+		return "", err
+	}
+	// A relative root.path is relative to the bundle.
+	if err := os.Chdir(rec.Bundle); err != nil {
+		return "", fmt.Errorf("bundle %s: %w", rec.Bundle, err)
+	}
+	conv, err := specconv.ToLibcontainer(b.Spec, specconv.Options{
+		ID:           rec.ID,
+		NoPivotRoot:  rec.Options.NoPivot,
+		NoNewKeyring: rec.Options.NoNewKeyring,
+	})
+	if err != nil {
+		return "", err
+	}
+	process, err := specconv.NewProcess(b.Spec.Process, true)
+	if err != nil {
+		return "", err
+	}
+	process.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
+	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
+		Poststart: conv.Poststart,
+		Process:   b.Spec.Process,
+		Boundary:  b,
+		Policy:    rec.Policy,
+	}, rec.Bundle, rec.Options)
+	if err != nil {
+		return "", err
+	}
+	mode, status, stage := modeCreate, libmaka.Created, libmaka.StageCreated
+	if rec.Stage == libmaka.StageRunning {
+		mode, status, stage = modeRun, libmaka.Running, libmaka.StageRunning
+	}
+	if err := startInit(ctr, process, mode); err != nil {
+		destroy(ctr)
+		return "", err
+	}
+	if mode == modeRun {
+		runPoststart(ctr)
+	}
+	if err := op.Commit(stage, false); err != nil {
+		destroy(ctr)
+		return "", err
+	}
+	return status, nil
+}
+
+// checkHostSupportRelaunch is checkHostSupport without the CLI flags.
+func checkHostSupportRelaunch() error {
+	if os.Geteuid() != 0 {
+		return errors.New("maka must run as root: rootless containers are not supported")
+	}
+	return libmaka.CheckCgroupV2()
+}
