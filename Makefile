@@ -9,9 +9,13 @@ GO ?= go
 BATS ?= bats
 VERSION := $(shell cat $(CURDIR)/VERSION 2>/dev/null || echo unknown)
 COMMIT := $(shell git -C $(CURDIR) rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -X main.version=$(VERSION) -X main.gitCommit=$(COMMIT)
-BUILDTAGS ?= seccomp
-STATIC_BUILDTAGS ?= seccomp netgo osusergo static_build
+# -s -w: no symbol table or DWARF (panics still print file:line); the
+# binary shrinks by a third.  urfave_cli_no_docs drops urfave/cli's man-page
+# generator and its markdown parser, whose package initialisers ran in every
+# maka process, `maka init` included (docs/performance.md).
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.gitCommit=$(COMMIT)
+BUILDTAGS ?= seccomp urfave_cli_no_docs
+STATIC_BUILDTAGS ?= seccomp urfave_cli_no_docs netgo osusergo static_build
 
 FIXTURES := $(CURDIR)/build/fixtures
 ROOTFS_STAMP := $(FIXTURES)/.rootfs.stamp
@@ -27,9 +31,9 @@ export VM_TIMEOUT ?= 3000
 
 DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2 \
-	util-linux procps runc crun python3 socat
+	util-linux procps runc crun python3 socat time
 
-.PHONY: all build maka static fixtures capture-specs unit integration test demo deps lint clean
+.PHONY: all build maka static fixtures capture-specs unit integration test demo bench deps lint clean
 
 all: build
 
@@ -72,6 +76,18 @@ demo: build fixtures
 	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES); \
 	if [ "$$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then scripts/demo.sh; \
 	else tests/vm/run.sh scripts/demo.sh; fi
+
+# maka vs runc vs crun, one guest boot (never part of `make test`).  Rounds:
+# BENCH_ROUNDS (30); table on stdout, figures in build/bench.json.
+# See docs/performance.md.
+bench: build fixtures
+	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES) MAKA_RUNC=$$(command -v runc || true) \
+		MAKA_CRUN=$$(command -v crun || true) BENCH_OUT=$(CURDIR)/build \
+		BENCH_HOST_LOAD_BEFORE="$$(cat /proc/loadavg)"; \
+	export VM_ENV="BENCH_ROUNDS BENCH_PAR_ROUNDS BENCH_RSS_ROUNDS BENCH_OUT BENCH_TESTS BENCH_MONITOR_PATTERN BENCH_MAKA_BEFORE"; \
+	if [ "$$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then runner=(); else runner=(tests/vm/run.sh); fi; \
+	"$${runner[@]}" tests/bench/bench.sh || echo "bench: the run failed (exit $$?)" >&2; \
+	BENCH_HOST_LOAD_AFTER="$$(cat /proc/loadavg)" python3 tests/bench/report.py $(CURDIR)/build || true
 
 test: unit
 	$(MAKE) --no-print-directory integration

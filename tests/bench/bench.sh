@@ -1,0 +1,267 @@
+#!/bin/bash
+# tests/bench/bench.sh: maka, runc and crun side by side on one busybox bundle.
+#
+# Run as root on a cgroup v2 system (`make bench` runs it in the QEMU guest of
+# tests/vm/run.sh on other hosts).  It writes raw samples, one line each, to
+# $BENCH_OUT/bench-samples.tsv and facts about the run to
+# $BENCH_OUT/bench-meta.json; tests/bench/report.py turns them into the table
+# and build/bench.json.  It never fails because a runtime is slow or fails:
+# failures are counted and reported.
+#
+# What each runtime runs: the *same* config.json for all three.  It is
+# `maka spec` (args /bin/true, no terminal, the busybox rootfs) normalised by
+# `maka boundary --format json` (.spec): the restricted profile's defaults
+# are written into it (seccomp profile, memory/pids/cpu limits, sized tmpfs,
+# cgroup namespace), so runc and crun enforce what maka enforces.
+#
+# Environment:
+#   MAKA_BINARY MAKA_FIXTURES        maka and the fixtures dir (make fixtures)
+#   MAKA_RUNC MAKA_CRUN              runc and crun (default: from PATH)
+#   BENCH_ROUNDS (30)                interleaved rounds of each timed test
+#   BENCH_PAR_ROUNDS (3)             rounds of the 10-in-parallel test
+#   BENCH_RSS_ROUNDS (3)             rounds of the peak-RSS measurements
+#   BENCH_OUT (build)                where the samples go
+#   BENCH_MONITOR_PATTERN            pgrep -f pattern of maka's per-container
+#                                    monitor (default '^[^ ]*maka monitor')
+#   BENCH_TESTS                      space-separated subset of: run run-nonet
+#                                    create start delete exec parallel rss
+#   BENCH_MAKA_BEFORE                a second maka binary, measured as
+#                                    "maka-before" next to maka (before/after
+#                                    of a change, in the same run)
+set -uo pipefail
+rounds=${BENCH_ROUNDS:-30}
+par_rounds=${BENCH_PAR_ROUNDS:-3}
+rss_rounds=${BENCH_RSS_ROUNDS:-3}
+out=$(mkdir -p "${BENCH_OUT:-build}" && cd "${BENCH_OUT:-build}" && pwd)
+monitor_pattern=${BENCH_MONITOR_PATTERN:-'^[^ ]*maka monitor'}
+tests=${BENCH_TESTS:-run run-nonet create start delete exec parallel rss}
+here=$(cd "$(dirname "$0")" && pwd)
+baseline_policy=$here/../integration/fixtures/policy-baseline.json
+
+die() { echo "bench: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "must run as root"
+[ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] || die "needs a cgroup v2 host (use make bench)"
+maka_src=${MAKA_BINARY:?MAKA_BINARY: path to maka}
+fixtures=${MAKA_FIXTURES:?MAKA_FIXTURES: make fixtures}
+runc_src=${MAKA_RUNC:-$(command -v runc || true)}
+crun_src=${MAKA_CRUN:-$(command -v crun || true)}
+for b in "$maka_src" "$runc_src" "$crun_src"; do [ -x "$b" ] || die "missing runtime binary: '$b'"; done
+[ -d "$fixtures/rootfs" ] || die "no rootfs in $fixtures (make fixtures)"
+command -v jq >/dev/null || die "needs jq"
+gnutime=$(command -v /usr/bin/time || true)
+
+# Everything on tmpfs: the binaries, the rootfs and the state roots, so that
+# the 9p share of the guest costs nobody anything.
+w=$(mktemp -d /tmp/maka-bench.XXXXXX)
+cleanup() {
+  for rt in maka maka-baseline maka-hostnet maka-before runc crun; do
+    for id in $(rt "$rt" list -q 2>/dev/null); do rt "$rt" delete -f "$id" >/dev/null 2>&1; done
+  done
+  rm -rf "$w"
+}
+trap cleanup EXIT
+mkdir -p "$w/bin" "$w/state"
+cp "$maka_src" "$w/bin/maka"; cp "$runc_src" "$w/bin/runc"; cp "$crun_src" "$w/bin/crun"
+if [ -n "${BENCH_MAKA_BEFORE:-}" ]; then
+  mkdir -p "$w/before" && cp "$BENCH_MAKA_BEFORE" "$w/before/maka" || die "BENCH_MAKA_BEFORE: $BENCH_MAKA_BEFORE"
+fi
+cp -a "$fixtures/rootfs" "$w/rootfs"
+errlog=$out/bench-errors.log
+: > "$errlog"
+
+# rt RUNTIME ARGS...: one runtime with its own state root.  maka runs under
+# its default restricted profile (no policy file); maka-baseline under the
+# compatibility suite's baseline policy; maka-hostnet under restricted
+# widened by exactly one item, networkModes += host (for the bundle without
+# a network namespace, which restricted refuses).
+echo '{"profile": "restricted", "networkModes": ["closed", "host"]}' > "$w/policy-hostnet.json"
+rt() {
+  local r=$1; shift
+  local bin=$w/bin/maka pol=
+  case $r in
+    maka | maka-before) ;;
+    maka-baseline) pol=$baseline_policy ;;
+    maka-hostnet | maka-before-hostnet) pol=$w/policy-hostnet.json ;;
+    runc | crun) bin=$w/bin/$r ;;
+  esac
+  [[ $r != maka-before* ]] || bin=$w/before/maka
+  if [ -n "$pol" ]; then
+    MAKA_POLICY=$pol "${pre[@]}" "$bin" --root "$w/state/$r" "$@"
+  else
+    env -u MAKA_POLICY "${pre[@]}" "$bin" --root "$w/state/$r" "$@"
+  fi
+}
+# pre: a command that wraps the runtime (GNU time for the RSS figures).
+pre=()
+
+# The bundles.
+gen=$w/gen; mkdir -p "$gen"
+env -u MAKA_POLICY "$w/bin/maka" spec --bundle "$gen" || die "maka spec failed"
+jq --arg rootfs "$w/rootfs" '.process.args = ["/bin/true"] | .process.terminal = false
+    | .root = {path: $rootfs, readonly: true}' "$gen/config.json" > "$gen/c.json"
+mv "$gen/c.json" "$gen/config.json"
+env -u MAKA_POLICY "$w/bin/maka" boundary --bundle "$gen" --format json > "$gen/boundary.json" ||
+  die "maka's restricted profile refuses the bench bundle: $(jq -c .verdict "$gen/boundary.json")"
+mkbundle() { # mkbundle NAME JQ: a bundle from the normalised spec
+  mkdir -p "$w/$1"
+  jq "$2" "$gen/boundary.json" > "$w/$1/config.json" || die "bundle $1"
+}
+# ociVersion 1.0.2: crun 1.8 refuses any other ("unknown version specified").
+mkbundle true '.spec | .ociVersion = "1.0.2"'
+mkbundle true-nonet '.spec | .ociVersion = "1.0.2" | .linux.namespaces |= map(select(.type != "network"))'
+mkbundle sleep '.spec | .ociVersion = "1.0.2" | .process.args = ["sleep", "100000"]'
+cp "$w/true/config.json" "$out/bench-config.json"
+for b in true true-nonet; do
+  env -u MAKA_POLICY "$w/bin/maka" boundary --bundle "$w/$b" --format json > /dev/null ||
+    [ "$b" = true-nonet ] || die "restricted refuses bundle $b"
+done
+MAKA_POLICY=$w/policy-hostnet.json "$w/bin/maka" boundary --bundle "$w/true-nonet" > /dev/null ||
+  die "the hostnet policy refuses bundle true-nonet"
+
+samples=$out/bench-samples.tsv
+printf 'test\truntime\tround\tvalue\trc\n' > "$samples"
+sample() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >> "$samples"; }
+
+# timed TEST RUNTIME ROUND CMD...: wall time of CMD in ms (bash's clock: the
+# same fork+exec overhead for every runtime).
+timed() {
+  local test=$1 r=$2 round=$3; shift 3
+  local t0 t1 rc=0
+  t0=$EPOCHREALTIME
+  "$@" </dev/null >/dev/null 2>>"$errlog" || rc=$?
+  t1=$EPOCHREALTIME
+  [ $rc = 0 ] || echo "[$test $r round $round] exit $rc: $*" >> "$errlog"
+  sample "$test" "$r" "$round" "$(( (${t1/./} - ${t0/./}) ))" "$rc"
+  return $rc
+}
+
+# rotated ROUND RUNTIMES...: the runtimes, rotated by ROUND (A B C, B C A, ...)
+rotated() {
+  local round=$1; shift
+  local n=$# i
+  local a=("$@")
+  for ((i = 0; i < n; i++)); do echo "${a[(i + round) % n]}"; done
+}
+
+wait_gone() { # wait_gone PIDFILE: until the container's init has exited (gone or zombie)
+  local i pid st
+  pid=$(cat "$1" 2>/dev/null) || return 0
+  for i in $(seq 400); do
+    st=
+    { read -r st < "/proc/$pid/stat"; } 2>/dev/null || return 0
+    st=${st##*) }; st=${st%% *}
+    [ "$st" = Z ] && return 0
+    sleep 0.05
+  done
+  echo "[$1] pid $pid never exited" >> "$errlog"
+}
+
+want() { [[ " $tests " == *" $1 "* ]]; }
+par() { # par RUNTIME ROUND: 10 foreground runs at once
+  local i pids=() rc=0
+  for i in $(seq 10); do rt "$1" run -b "$w/true" "$1-par$2-$i" & pids+=($!); done
+  for i in "${pids[@]}"; do wait "$i" || rc=$?; done
+  return $rc
+}
+runtimes=(maka runc crun)
+[ -z "${BENCH_MAKA_BEFORE:-}" ] || runtimes+=(maka-before)
+echo "bench: $rounds rounds (parallel: $par_rounds, rss: $rss_rounds); tests: $tests" >&2
+echo "bench: guest load before: $(cat /proc/loadavg)" >&2
+guest_load_before=$(cat /proc/loadavg)
+started=$(date +%s)
+
+# A long-running container per runtime, for exec (and the monitor's RSS).
+if want exec; then
+  for r in "${runtimes[@]}"; do
+    rt "$r" run -d -b "$w/sleep" "$r-exec" </dev/null >/dev/null 2>>"$errlog" ||
+      echo "[$r] could not start the exec container" >> "$errlog"
+  done
+fi
+
+for ((round = 0; round < rounds; round++)); do
+  if want run; then
+    for r in $(rotated $round "${runtimes[@]}" maka-baseline); do
+      timed run "$r" $round rt "$r" run -b "$w/true" "$r-run$round" ||
+        rt "$r" delete -f "$r-run$round" >/dev/null 2>&1
+    done
+  fi
+  if want run-nonet; then
+    for r in $(rotated $round "${runtimes[@]}"); do
+      x=$r; [[ $r != maka* ]] || x=$r-hostnet
+      timed run-nonet "$r" $round rt "$x" run -b "$w/true-nonet" "$r-nonet$round" ||
+        rt "$x" delete -f "$r-nonet$round" >/dev/null 2>&1
+    done
+  fi
+  if want create || want start || want delete; then
+    for r in $(rotated $round "${runtimes[@]}"); do
+      id=$r-csd$round
+      rm -f "$w/pid"
+      timed create "$r" $round rt "$r" create --pid-file "$w/pid" -b "$w/true" "$id"
+      timed start "$r" $round rt "$r" start "$id"
+      wait_gone "$w/pid"
+      timed delete "$r" $round rt "$r" delete "$id" || rt "$r" delete -f "$id" >/dev/null 2>&1
+    done
+  fi
+  if want exec; then
+    for r in $(rotated $round "${runtimes[@]}"); do
+      timed exec "$r" $round rt "$r" exec "$r-exec" /bin/true
+    done
+  fi
+  if want parallel && [ $round -lt "$par_rounds" ]; then
+    for r in $(rotated $round "${runtimes[@]}"); do
+      timed parallel10 "$r" $round par "$r" $round ||
+        for i in $(seq 10); do rt "$r" delete -f "$r-par$round-$i" >/dev/null 2>&1; done
+    done
+  fi
+  if want rss && [ -n "$gnutime" ] && [ $round -lt "$rss_rounds" ]; then
+    # Peak RSS (KiB, GNU time's %M: the largest ru_maxrss of the runtime
+    # process and the children it reaped).  create: the runtime and its
+    # setup helpers (the container's init stays, unreaped); run: also the
+    # container's init, which re-executes the runtime binary for maka and runc.
+    for r in $(rotated $round "${runtimes[@]}"); do
+      rc=0
+      pre=("$gnutime" -f %M -o "$w/rss")
+      rt "$r" create -b "$w/true" "$r-rss$round" \
+        </dev/null >/dev/null 2>>"$errlog" || rc=$?
+      sample rss-create "$r" $round "$(tail -1 "$w/rss")" $rc
+      pre=(); rt "$r" delete -f "$r-rss$round" >/dev/null 2>&1
+      pre=("$gnutime" -f %M -o "$w/rss"); rc=0
+      rt "$r" run -b "$w/true" "$r-rss$round" \
+        </dev/null >/dev/null 2>>"$errlog" || rc=$?
+      pre=()
+      sample rss-run "$r" $round "$(tail -1 "$w/rss")" $rc
+      rt "$r" delete -f "$r-rss$round" >/dev/null 2>&1
+    done
+  fi
+  echo "bench: round $((round + 1))/$rounds done ($(( $(date +%s) - started )) s, load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+done
+
+# maka's per-container monitor: its peak RSS (VmHWM) while the exec
+# container runs.  No monitor process: "n/a".
+monitor_kib=
+monitor_pid=$(pgrep -f "$monitor_pattern" | head -1 || true)
+if [ -n "$monitor_pid" ]; then
+  monitor_kib=$(awk '/^VmHWM:/ {print $2}' "/proc/$monitor_pid/status" 2>/dev/null || true)
+fi
+
+sizes=$(for r in maka runc crun; do printf '"%s": %s,' "$r" "$(stat -c %s "$w/bin/$r")"; done)
+versions=$(for r in maka runc crun; do
+  printf '"%s": %s,' "$r" "$("$w/bin/$r" --version 2>/dev/null | head -1 | jq -Rs 'rtrimstr("\n")')"
+done)
+cat > "$out/bench-meta.json" <<EOF
+{
+  "rounds": $rounds, "parallelRounds": $par_rounds, "rssRounds": $rss_rounds,
+  "tests": $(jq -Rnc --arg t "$tests" '$t | split(" ")'),
+  "sizes": {${sizes%,}},
+  "versions": {${versions%,}},
+  "monitorPattern": $(jq -Rn --arg p "$monitor_pattern" '$p'),
+  "monitorPeakRssKiB": ${monitor_kib:-null},
+  "guestLoadBefore": "$guest_load_before",
+  "guestLoadAfter": "$(cat /proc/loadavg)",
+  "guestCpus": $(nproc),
+  "kernel": "$(uname -r)",
+  "seconds": $(( $(date +%s) - started )),
+  "config": "bench-config.json: maka spec with the restricted profile's defaults applied (maka boundary .spec)"
+}
+EOF
+echo "bench: samples in $samples, errors in $errlog ($(wc -l < "$errlog") lines)" >&2
