@@ -60,6 +60,7 @@ EXAMPLE:
 		default:
 			return fmt.Errorf("cannot delete container %s that is not stopped: %s (use --force)", id, status)
 		}
+		stopMonitor(ctr.StateDir())
 		return ctr.Destroy()
 	},
 }

@@ -100,6 +100,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		defer fwd.stop()
 	}
 
+	watchListenerPath(rt, id, conv.Config)
 	ctr, err := rt.Create(id, conv.Config, libmaka.Record{
 		Poststart: conv.Poststart,
 		Process:   boundary.Spec.Process,
@@ -109,16 +110,31 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	if err != nil {
 		return 1, err
 	}
+	// The monitor listens before the init starts: libcontainer hands it
+	// the seccomp notification fd during Start.
+	watch, err := startWatch(rt, ctr, policy, boundary, detach)
+	if err != nil {
+		destroy(ctr)
+		return 1, err
+	}
 	if err := startInit(ctr, process, mode); err != nil {
+		watch.abort()
+		destroy(ctr)
+		return 1, err
+	}
+	if err := watch.attach(ctr); err != nil {
+		watch.abort()
 		destroy(ctr)
 		return 1, err
 	}
 	if err := io.afterStart(); err != nil {
+		watch.abort()
 		destroy(ctr)
 		return 1, err
 	}
 	pid, err := process.Pid()
 	if err != nil {
+		watch.abort()
 		destroy(ctr)
 		return 1, err
 	}
@@ -127,6 +143,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	}
 	if pidFile != "" {
 		if err := libmaka.WritePidFile(pidFile, pid); err != nil {
+			watch.abort()
 			destroy(ctr)
 			return 1, err
 		}
@@ -136,8 +153,11 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	}
 	status := fwd.forward(pid, io)
 	io.close()
+	// The monitor records the peak usage before the cgroup goes, and says
+	// whether it killed the sandbox.
+	werr := watch.finish()
 	destroy(ctr)
-	return status, nil
+	return status, werr
 }
 
 func startInit(ctr *libmaka.Container, p *libcontainer.Process, mode launchMode) error {
