@@ -122,11 +122,6 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		destroy(ctr)
 		return 1, err
 	}
-	if err := watch.attach(ctr); err != nil {
-		watch.abort()
-		destroy(ctr)
-		return 1, err
-	}
 	if err := io.afterStart(); err != nil {
 		watch.abort()
 		destroy(ctr)
@@ -134,6 +129,11 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	}
 	pid, err := process.Pid()
 	if err != nil {
+		watch.abort()
+		destroy(ctr)
+		return 1, err
+	}
+	if err := watch.attach(ctr, pid); err != nil {
 		watch.abort()
 		destroy(ctr)
 		return 1, err

@@ -36,7 +36,9 @@ const (
 
 // monitorInfo is what the monitor learns once the container's init runs.
 type monitorInfo struct {
-	Cgroup string `json:"cgroup"`
+	Cgroup  string   `json:"cgroup"`
+	InitPid int      `json:"initPid"`
+	Tmpfs   []string `json:"tmpfs"`
 }
 
 // monitorCommand is the per-container monitor of a detached container
@@ -83,7 +85,7 @@ var monitorCommand = &cli.Command{
 		if json.Unmarshal(data, &info) != nil || info.Cgroup == "" {
 			return nil // create failed: nothing to watch
 		}
-		if err := m.Attach(info.Cgroup); err != nil {
+		if err := m.Attach(info.Cgroup, info.InitPid, info.Tmpfs); err != nil {
 			return err
 		}
 		trimMemory()
@@ -100,8 +102,9 @@ var monitorCommand = &cli.Command{
 // sandboxWatch is the monitor of one container being launched: in this
 // process (foreground run) or in a `maka monitor` process (detached).
 type sandboxWatch struct {
-	id  string
-	mon *monitor.Monitor // foreground
+	id    string
+	tmpfs []string         // the container paths of its writable tmpfs mounts
+	mon   *monitor.Monitor // foreground
 	// detached: the pipe to the monitor process
 	info *os.File
 }
@@ -137,6 +140,11 @@ func startWatch(rt *libmaka.Runtime, ctr *libmaka.Container, policy *libmaka.Pol
 	}
 	j.Close()
 	w := &sandboxWatch{id: id}
+	for _, wm := range b.Writable {
+		if wm.Kind == "tmpfs" {
+			w.tmpfs = append(w.tmpfs, wm.Path)
+		}
+	}
 	if !detach {
 		m, err := monitor.New(monitor.Config{ID: id, StateDir: stateDir, OnViolation: onViolation, Timeout: timeout})
 		if err != nil {
@@ -190,7 +198,7 @@ func startWatch(rt *libmaka.Runtime, ctr *libmaka.Container, policy *libmaka.Pol
 }
 
 // attach tells the monitor the init is running (its cgroup now exists).
-func (w *sandboxWatch) attach(ctr *libmaka.Container) error {
+func (w *sandboxWatch) attach(ctr *libmaka.Container, initPid int) error {
 	if w == nil {
 		return nil
 	}
@@ -199,9 +207,9 @@ func (w *sandboxWatch) attach(ctr *libmaka.Container) error {
 		if cg == "" {
 			return nil
 		}
-		return w.mon.Attach(cg)
+		return w.mon.Attach(cg, initPid, w.tmpfs)
 	}
-	data, _ := json.Marshal(monitorInfo{Cgroup: cg})
+	data, _ := json.Marshal(monitorInfo{Cgroup: cg, InitPid: initPid, Tmpfs: w.tmpfs})
 	_, err := w.info.Write(data)
 	w.info.Close()
 	w.info = nil

@@ -40,7 +40,8 @@ type Monitor struct {
 	lns          []*net.UnixListener
 
 	mu       sync.Mutex
-	cgroup   string  // the container's cgroup directory, once known
+	cgroup   string // the container's cgroup directory, once known
+	tmpfs    []tmpfsMount
 	first    *Record // the first violation
 	killedBy *Record // the violation (or timeout) that destroyed the sandbox
 	timer    *time.Timer
@@ -260,10 +261,14 @@ func (m *Monitor) setCgroupFrom(pid int) {
 
 // Attach starts what needs the running container: the cgroup's limit
 // events, the end of the container, and the timeout. cgroupDir is the
-// container's cgroup v2 directory.
-func (m *Monitor) Attach(cgroupDir string) error {
+// container's cgroup v2 directory, initPid its init (host pid) and tmpfs
+// the container paths of its writable tmpfs mounts, whose use is recorded
+// when it stops.
+func (m *Monitor) Attach(cgroupDir string, initPid int, tmpfs []string) error {
+	held := holdTmpfs(initPid, tmpfs)
 	m.mu.Lock()
 	m.cgroup = cgroupDir
+	m.tmpfs = held
 	if m.cfg.Timeout > 0 {
 		m.timer = time.AfterFunc(m.cfg.Timeout, m.timeout)
 	}
@@ -313,9 +318,13 @@ func (m *Monitor) Close() error {
 	}
 	cg := m.cgroup
 	lns := m.lns
+	tmpfs := m.tmpfs
 	m.mu.Unlock()
 	if cg != "" {
-		_ = writePeak(m.cfg.StateDir, cg)
+		_ = writePeak(m.cfg.StateDir, cg, tmpfs)
+	}
+	for _, t := range tmpfs {
+		unix.Close(t.fd)
 	}
 	for _, ln := range lns {
 		ln.Close()
