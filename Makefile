@@ -44,7 +44,12 @@ static:
 	$(GO) build -tags "$(STATIC_BUILDTAGS)" -trimpath \
 		-ldflags "$(LDFLAGS) -extldflags -static" -o maka.static .
 
-fixtures: $(ROOTFS_STAMP)
+fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape
+
+# The escape attempts of violations.bats, copied into the test rootfs there.
+$(FIXTURES)/escape: tests/integration/fixtures/escape.c
+	mkdir -p $(FIXTURES)
+	$${CC:-gcc} -static -O2 -Wall -o $@ $<
 
 $(ROOTFS_STAMP): tests/integration/fixtures/make-rootfs.sh $(wildcard /bin/busybox)
 	mkdir -p $(FIXTURES)

@@ -74,6 +74,7 @@ EXAMPLE:
 				return err
 			}
 		}
+		stopMonitor(ctr.StateDir())
 		libmaka.CrashPoint("delete:mid-delete")
 		if err := ctr.Destroy(); err != nil {
 			// A failing poststop hook runs after the cgroup and the

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/types"
@@ -16,11 +18,13 @@ import (
 
 var eventsCommand = &cli.Command{
 	Name:      "events",
-	Usage:     "print the container's resource usage (stats) and OOM events as JSON lines",
+	Usage:     "print the container's resource usage (stats), OOM events and violations as JSON lines",
 	ArgsUsage: "<container-id>",
-	Description: `Each line is {"type":"stats"|"oom","id":...,"data":...}, in runc's shape.
-With --stats one stats event is printed; otherwise one every --interval and
-an "oom" event whenever the kernel's OOM killer acts, until the container
+	Description: `Each line is {"type":"stats"|"oom"|"violation","id":...,"data":...}, in
+runc's shape. With --stats one stats event is printed; otherwise one every
+--interval, an "oom" event whenever the kernel's OOM killer acts, and a
+"violation" event for each record of the monitor (the ones already recorded
+first; data as in "maka violations --format json"), until the container
 stops.
 
 EXAMPLE:
@@ -65,6 +69,13 @@ func streamEvents(ctr *libmaka.Container, enc *json.Encoder, interval time.Durat
 	if err != nil {
 		return fmt.Errorf("events %s: %w", ctr.ID(), err)
 	}
+	// The monitor's records, as they are appended (none without a journal).
+	violations := make(chan monitor.Record, 16)
+	if jf, err := followJournal(filepath.Join(ctr.StateDir(), monitor.JournalFile)); err == nil {
+		go jf.run(violations)
+	} else {
+		close(violations)
+	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -78,6 +89,7 @@ func streamEvents(ctr *libmaka.Container, enc *json.Encoder, interval time.Durat
 		if err := enc.Encode(ev); err != nil {
 			return err
 		}
+	wait:
 		select {
 		case _, ok := <-oom:
 			if !ok {
@@ -86,6 +98,15 @@ func streamEvents(ctr *libmaka.Container, enc *json.Encoder, interval time.Durat
 			if err := enc.Encode(types.Event{Type: "oom", ID: ctr.ID()}); err != nil {
 				return err
 			}
+		case r, ok := <-violations:
+			if !ok {
+				violations = nil
+				goto wait
+			}
+			if err := enc.Encode(types.Event{Type: "violation", ID: ctr.ID(), Data: r}); err != nil {
+				return err
+			}
+			goto wait
 		case <-tick.C:
 		}
 	}

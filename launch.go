@@ -108,6 +108,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		return 1, err
 	}
 	defer op.End()
+	watchListenerPath(rt, id, conv.Config)
 	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
 		Poststart: conv.Poststart,
 		Process:   boundary.Spec.Process,
@@ -117,22 +118,38 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	if err != nil {
 		return 1, err
 	}
+	// The monitor listens before the init starts: libcontainer hands it
+	// the seccomp notification fd during Start.
+	watch, err := startWatch(rt, ctr, policy, boundary, detach)
+	if err != nil {
+		destroy(ctr)
+		return 1, err
+	}
 	if err := startInit(ctr, process, mode); err != nil {
+		watch.abort()
 		destroy(ctr)
 		return 1, err
 	}
 	libmaka.CrashPoint(c.Command.Name + ":init-spawned")
 	if err := io.afterStart(); err != nil {
+		watch.abort()
 		destroy(ctr)
 		return 1, err
 	}
 	pid, err := process.Pid()
 	if err != nil {
+		watch.abort()
+		destroy(ctr)
+		return 1, err
+	}
+	if err := watch.attach(ctr, pid); err != nil {
+		watch.abort()
 		destroy(ctr)
 		return 1, err
 	}
 	if pidFile != "" {
 		if err := libmaka.WritePidFile(pidFile, pid); err != nil {
+			watch.abort()
 			destroy(ctr)
 			return 1, err
 		}
@@ -144,6 +161,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	// A foreground run is attached: the container dies with it, and
 	// `maka recover` reaps it if this process dies first.
 	if err := op.Commit(stage, !detach); err != nil {
+		watch.abort()
 		destroy(ctr)
 		return 1, err
 	}
@@ -157,8 +175,11 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	}
 	status := fwd.forward(pid, io)
 	io.close()
+	// The monitor records the peak usage before the cgroup goes, and says
+	// whether it killed the sandbox.
+	werr := watch.finish()
 	destroyAttached(rt, ctr)
-	return status, nil
+	return status, werr
 }
 
 // destroyAttached removes a foreground run's container once its process

@@ -85,6 +85,7 @@ func newApp() *cli.App {
 			featuresCommand,
 			killCommand,
 			listCommand,
+			monitorCommand,
 			pauseCommand,
 			policyCommand,
 			psCommand,
@@ -96,6 +97,7 @@ func newApp() *cli.App {
 			startCommand,
 			stateCommand,
 			updateCommand,
+			violationsCommand,
 		},
 		// Errors are printed by fatal, in the log format the caller chose.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -155,6 +157,11 @@ func fatalWithCode(err error, code int) {
 		// the items for machines.
 		err = rejected
 		entry = entry.WithFields(logrus.Fields{"code": specconv.RejectedCode, "items": rejected.Verdict.Items})
+	}
+	if killed := killedError(err); killed != nil {
+		// The monitor destroyed the sandbox: the first violation's record.
+		err = killed
+		entry = entry.WithFields(logrus.Fields{"code": killed.Code(), "details": killed.Record})
 	}
 	if logToStderr && !isJSON {
 		// Plain text on stderr: the message itself, so that it can start

@@ -23,6 +23,11 @@ EXAMPLE:
 	}, launchFlags...),
 	Action: func(c *cli.Context) error {
 		status, err := launch(c, modeRun, c.Bool("detach"))
+		if killedError(err) != nil && status != 0 {
+			// The monitor destroyed the sandbox: its reason, and the
+			// container's status (128+9).
+			fatalWithCode(err, status)
+		}
 		if err != nil {
 			return err
 		}

@@ -477,7 +477,7 @@ func (c *checker) checkLinux() {
 		}
 	}
 	if l.Seccomp == nil {
-		l.Seccomp = DefaultSeccomp()
+		l.Seccomp = DefaultSeccomp(c.policy.Audit == "files")
 		c.defaultSeccomp = true
 	} else {
 		// No profile may let the process make namespaces (nested user

@@ -1,0 +1,382 @@
+package monitor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// SocketFile is the name of the monitor's socket in the state directory:
+// libcontainer dials it (configs.Seccomp.ListenerPath) to hand over the
+// seccomp notification fd of every process it starts in the container.
+const SocketFile = "monitor.sock"
+
+// Config is what a monitor enforces.
+type Config struct {
+	ID       string
+	StateDir string // the container's state directory (journal, peaks)
+	// OnViolation: "deny" (record, refuse the syscall) or "kill" (also
+	// destroy the sandbox).
+	OnViolation string
+	// Timeout is how long the sandbox may live (0: no limit).
+	Timeout time.Duration
+}
+
+// Monitor watches one container.
+type Monitor struct {
+	cfg     Config
+	journal *Journal
+	// stopR/stopW: closing stopW wakes every poll loop.
+	stopR, stopW *os.File
+	wg           sync.WaitGroup
+	lns          []*net.UnixListener
+
+	mu       sync.Mutex
+	cgroup   string // the container's cgroup directory, once known
+	tmpfs    []tmpfsMount
+	first    *Record // the first violation
+	killedBy *Record // the violation (or timeout) that destroyed the sandbox
+	timer    *time.Timer
+	closed   bool
+	done     chan struct{} // closed when the container's cgroup is empty or gone
+	doneOnce sync.Once
+	peaked   bool
+}
+
+// New opens the journal (created empty, so that followers can watch it).
+func New(cfg Config) (*Monitor, error) {
+	if cfg.OnViolation != ActionDeny && cfg.OnViolation != ActionKill {
+		return nil, fmt.Errorf("monitor: onViolation %q is not deny or kill", cfg.OnViolation)
+	}
+	j, err := OpenJournal(filepath.Join(cfg.StateDir, JournalFile))
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		j.Close()
+		return nil, err
+	}
+	return &Monitor{cfg: cfg, journal: j, stopR: r, stopW: w, done: make(chan struct{})}, nil
+}
+
+// Listen creates the monitor's socket in dir (the state directory). It must
+// exist before the container's init starts: libcontainer dials it then.
+func Listen(dir string) (*net.UnixListener, error) {
+	path := filepath.Join(dir, SocketFile)
+	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
+		return nil, fmt.Errorf("monitor socket %s: the path is longer than a unix socket allows (%d bytes): use a shorter --root", path, len(unix.RawSockaddrUnix{}.Path)-1)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("monitor socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("monitor socket: %w", err)
+	}
+	return ln, nil
+}
+
+// Serve accepts libcontainer's connections on ln, each carrying one
+// process's seccomp notification fd, and answers their notifications
+// until Close.
+func (m *Monitor) Serve(ln *net.UnixListener) {
+	m.mu.Lock()
+	m.lns = append(m.lns, ln)
+	m.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		for {
+			conn, err := ln.AcceptUnix()
+			if err != nil {
+				return // closed
+			}
+			if !sameUser(conn) {
+				conn.Close()
+				continue
+			}
+			fd, pid, err := recvNotifyFd(conn)
+			conn.Close()
+			if err != nil {
+				continue
+			}
+			m.setCgroupFrom(pid)
+			m.wg.Add(1)
+			go func() {
+				defer m.wg.Done()
+				m.serveNotify(fd)
+			}()
+		}
+	}()
+}
+
+// sameUser accepts only connections from our own uid (libcontainer, in
+// maka create, run or exec).
+func sameUser(conn *net.UnixConn) bool {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var cred *unix.Ucred
+	_ = raw.Control(func(fd uintptr) {
+		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	return err == nil && cred != nil && int(cred.Uid) == os.Geteuid()
+}
+
+// recvNotifyFd reads libcontainer's message: a specs.ContainerProcessState
+// JSON document with the notification fd attached (SCM_RIGHTS).
+func recvNotifyFd(conn *net.UnixConn) (fd, pid int, err error) {
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return -1, 0, err
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil {
+		return -1, 0, err
+	}
+	fd = -1
+	for i := range msgs {
+		fds, err := unix.ParseUnixRights(&msgs[i])
+		if err != nil {
+			continue
+		}
+		for _, f := range fds {
+			if fd < 0 {
+				fd = f
+			} else {
+				unix.Close(f)
+			}
+		}
+	}
+	if fd < 0 {
+		return -1, 0, errors.New("no fd in the message")
+	}
+	// Only the pid is needed; the document may be cut at the buffer's end.
+	var st struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal(buf[:n], &st); err != nil {
+		// A long document arrives in pieces: find the pid by hand.
+		if i := strings.Index(string(buf[:n]), `"pid":`); i >= 0 {
+			fmt.Sscanf(string(buf[i+6:n]), "%d", &st.Pid)
+		}
+	}
+	return fd, st.Pid, nil
+}
+
+// serveNotify answers the notifications of one filter until no process
+// uses it any more, or Close.
+func (m *Monitor) serveNotify(fd int) {
+	defer unix.Close(fd)
+	for waitReadable(fd, int(m.stopR.Fd())) {
+		n, err := recvNotif(fd)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) { // the process went away meanwhile
+				continue
+			}
+			return
+		}
+		m.handle(fd, n)
+	}
+}
+
+// handle records one notification and answers it.
+func (m *Monitor) handle(fd int, n *seccompNotif) {
+	name := SyscallName(n.Data.Arch, n.Data.Nr)
+	hostPid := int(n.Pid)
+	comm, pid := procInfo(hostPid)
+	if !idValid(fd, n.ID) {
+		return // the process died (or was killed) meanwhile: the pid may be another's
+	}
+	if isOpen(name) {
+		m.audit(fd, n, name, hostPid, pid, comm)
+		return
+	}
+	r := Record{
+		Time: time.Now().UTC(), Type: TypeSyscall, Action: ActionDeny, Errno: "EPERM",
+		Pid: pid, HostPid: hostPid, Comm: comm, Syscall: name, Args: syscallArgs(name, n.Data.Args),
+	}
+	m.violation(r, hostPid)
+	_ = respond(fd, n.ID, unix.EPERM)
+}
+
+// violation records r; under kill it destroys the sandbox first (the
+// record says so), so that no other syscall of the sandbox runs after it.
+func (m *Monitor) violation(r Record, hostPid int) {
+	kill := m.cfg.OnViolation == ActionKill || r.Kind == LimitTimeout
+	if kill {
+		r.Action, r.Errno = ActionKill, ""
+	}
+	m.mu.Lock()
+	if m.first == nil {
+		rc := r
+		m.first = &rc
+	}
+	if kill && m.killedBy == nil {
+		rc := r
+		m.killedBy = &rc
+	}
+	cg := m.cgroup
+	m.mu.Unlock()
+	if kill {
+		if cg == "" && hostPid > 0 {
+			cg, _ = cgroupOf(hostPid)
+		}
+		if cg != "" {
+			_ = os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0)
+		}
+	}
+	_ = m.journal.Append(r)
+}
+
+// setCgroupFrom learns the container's cgroup from its init's pid, for a
+// kill that comes before Attach.
+func (m *Monitor) setCgroupFrom(pid int) {
+	if pid <= 0 {
+		return
+	}
+	cg, err := cgroupOf(pid)
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	if m.cgroup == "" {
+		m.cgroup = cg
+	}
+	m.mu.Unlock()
+}
+
+// Attach starts what needs the running container: the cgroup's limit
+// events, the end of the container, and the timeout. cgroupDir is the
+// container's cgroup v2 directory, initPid its init (host pid) and tmpfs
+// the container paths of its writable tmpfs mounts, whose use is recorded
+// when it stops.
+func (m *Monitor) Attach(cgroupDir string, initPid int, tmpfs []string) error {
+	held := holdTmpfs(initPid, tmpfs)
+	m.mu.Lock()
+	m.cgroup = cgroupDir
+	m.tmpfs = held
+	if m.cfg.Timeout > 0 {
+		m.timer = time.AfterFunc(m.cfg.Timeout, m.timeout)
+	}
+	m.mu.Unlock()
+	w, err := watchCgroup(cgroupDir)
+	if err != nil {
+		return fmt.Errorf("monitor %s: %w", m.cfg.ID, err)
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer m.markDone()
+		w.run(int(m.stopR.Fd()), func(kind string, count uint64, limit int64) {
+			m.violation(Record{Time: time.Now().UTC(), Type: TypeLimit, Action: ActionAudit, Kind: kind, Count: count, Limit: limit}, 0)
+		})
+	}()
+	return nil
+}
+
+func (m *Monitor) timeout() {
+	m.mu.Lock()
+	stopped := m.closed
+	m.mu.Unlock()
+	if stopped {
+		return
+	}
+	m.violation(Record{Time: time.Now().UTC(), Type: TypeLimit, Kind: LimitTimeout, Limit: int64(m.cfg.Timeout / time.Second)}, 0)
+}
+
+func (m *Monitor) markDone() { m.doneOnce.Do(func() { close(m.done) }) }
+
+// Done is closed when the container's cgroup has no process left (or is
+// gone): the container stopped.
+func (m *Monitor) Done() <-chan struct{} { return m.done }
+
+// Close records the peak usage (once, while the cgroup still exists),
+// stops every loop and closes the journal.
+func (m *Monitor) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	if m.timer != nil {
+		m.timer.Stop()
+	}
+	cg := m.cgroup
+	lns := m.lns
+	tmpfs := m.tmpfs
+	m.mu.Unlock()
+	if cg != "" {
+		_ = writePeak(m.cfg.StateDir, cg, tmpfs)
+	}
+	for _, t := range tmpfs {
+		unix.Close(t.fd)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	m.stopW.Close()
+	m.wg.Wait()
+	m.stopR.Close()
+	m.markDone()
+	return m.journal.Close()
+}
+
+// Err is the error a foreground run reports: the violation (or timeout)
+// that destroyed the sandbox, nil if none did.
+func (m *Monitor) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.killedBy == nil {
+		return nil
+	}
+	return &KilledError{ID: m.cfg.ID, Record: *m.killedBy}
+}
+
+// First is the first violation recorded by this monitor, if any.
+func (m *Monitor) First() *Record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.first
+}
+
+// Error codes that lead the message of a KilledError.
+const (
+	ViolationCode = "SANDBOX_BOUNDARY_VIOLATION"
+	TimeoutCode   = "SANDBOX_TIMEOUT"
+)
+
+// KilledError says the monitor destroyed the sandbox, and why.
+type KilledError struct {
+	ID     string
+	Record Record
+}
+
+// Code is the machine-readable code leading the message.
+func (e *KilledError) Code() string {
+	if e.Record.Type == TypeLimit && e.Record.Kind == LimitTimeout {
+		return TimeoutCode
+	}
+	return ViolationCode
+}
+
+func (e *KilledError) Error() string {
+	if e.Code() == TimeoutCode {
+		return fmt.Sprintf("%s: container %s ran longer than its timeout of %d s and was killed", TimeoutCode, e.ID, e.Record.Limit)
+	}
+	return fmt.Sprintf("%s: container %s was killed: %s", ViolationCode, e.ID, e.Record.Summary())
+}

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/monitor"
+	"github.com/maka-runtime/maka/specconv"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+)
+
+// monitorPidFile holds the pid of a detached container's monitor process.
+const monitorPidFile = "monitor.pid"
+
+// The detached monitor's inherited fds: its listening socket and the pipe
+// on which create/run sends what it needs once the init runs.
+const (
+	monitorListenerFd = 3
+	monitorInfoFd     = 4
+)
+
+// monitorInfo is what the monitor learns once the container's init runs.
+type monitorInfo struct {
+	Cgroup  string   `json:"cgroup"`
+	InitPid int      `json:"initPid"`
+	Tmpfs   []string `json:"tmpfs"`
+}
+
+// monitorCommand is the per-container monitor of a detached container
+// (create, run --detach): started by maka itself, never by people.
+var monitorCommand = &cli.Command{
+	Name:      "monitor",
+	Hidden:    true,
+	Usage:     "watch one container's boundary (started by create and run --detach)",
+	ArgsUsage: "<container-id>",
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "on-violation", Value: "deny", Usage: "deny or kill"},
+		&cli.DurationFlag{Name: "timeout", Usage: "how long the sandbox may live (0: no limit)"},
+	},
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, exactArgs); err != nil {
+			return err
+		}
+		// It lives as long as the container: keep it small.
+		debug.SetGCPercent(25)
+		debug.SetMemoryLimit(4 << 20)
+		rt, err := runtimeOf(c)
+		if err != nil {
+			return err
+		}
+		id := c.Args().First()
+		lf := os.NewFile(monitorListenerFd, "monitor-listener")
+		ln, err := net.FileListener(lf)
+		lf.Close()
+		if err != nil {
+			return fmt.Errorf("monitor %s: %w", id, err)
+		}
+		m, err := monitor.New(monitor.Config{
+			ID: id, StateDir: filepath.Join(rt.Root, id),
+			OnViolation: c.String("on-violation"), Timeout: c.Duration("timeout"),
+		})
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer m.Close()
+		m.Serve(ln.(*net.UnixListener))
+		data, _ := io.ReadAll(os.NewFile(monitorInfoFd, "monitor-info"))
+		var info monitorInfo
+		if json.Unmarshal(data, &info) != nil || info.Cgroup == "" {
+			return nil // create failed: nothing to watch
+		}
+		if err := m.Attach(info.Cgroup, info.InitPid, info.Tmpfs); err != nil {
+			return err
+		}
+		trimMemory()
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, unix.SIGTERM, unix.SIGINT)
+		select {
+		case <-m.Done():
+		case <-sigs:
+		}
+		return nil
+	},
+}
+
+// sandboxWatch is the monitor of one container being launched: in this
+// process (foreground run) or in a `maka monitor` process (detached).
+type sandboxWatch struct {
+	id    string
+	tmpfs []string         // the container paths of its writable tmpfs mounts
+	mon   *monitor.Monitor // foreground
+	// detached: the pipe to the monitor process
+	info *os.File
+}
+
+// watchListenerPath points libcontainer at the monitor's socket when the
+// seccomp profile notifies any syscall. Call it before Create: the path is
+// part of the container's configuration.
+func watchListenerPath(rt *libmaka.Runtime, id string, cfg *configs.Config) {
+	if specconv.UsesNotify(cfg.Seccomp) {
+		// Always maka's: a listenerPath from config.json is a host socket
+		// the sandbox's author would have maka dial.
+		cfg.Seccomp.ListenerPath = filepath.Join(rt.Root, id, monitor.SocketFile)
+		cfg.Seccomp.ListenerMetadata = ""
+	}
+}
+
+// startWatch starts the container's monitor, listening, before its init
+// starts. A detached container gets its own monitor process.
+func startWatch(rt *libmaka.Runtime, ctr *libmaka.Container, policy *libmaka.Policy, b *libmaka.Boundary, detach bool) (*sandboxWatch, error) {
+	id := ctr.ID()
+	stateDir := filepath.Join(rt.Root, id)
+	onViolation := policy.OnViolation
+	timeout := time.Duration(b.Limits.Timeout) * time.Second
+	ln, err := monitor.Listen(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", id, err)
+	}
+	// The journal exists from the start: `maka events` follows it.
+	j, err := monitor.OpenJournal(filepath.Join(stateDir, monitor.JournalFile))
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("create %s: %w", id, err)
+	}
+	j.Close()
+	w := &sandboxWatch{id: id}
+	for _, wm := range b.Writable {
+		if wm.Kind == "tmpfs" {
+			w.tmpfs = append(w.tmpfs, wm.Path)
+		}
+	}
+	if !detach {
+		m, err := monitor.New(monitor.Config{ID: id, StateDir: stateDir, OnViolation: onViolation, Timeout: timeout})
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		m.Serve(ln)
+		w.mon = m
+		return w, nil
+	}
+	// The monitor process serves the socket: closing our copy must not
+	// remove it.
+	ln.SetUnlinkOnClose(false)
+	defer ln.Close()
+	lf, err := ln.File()
+	if err != nil {
+		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
+	}
+	defer lf.Close()
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
+	}
+	defer infoR.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		infoW.Close()
+		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
+	}
+	cmd := exec.Command(exe, "--root", rt.Root, "monitor", "--on-violation", onViolation, "--timeout", timeout.String(), id)
+	cmd.ExtraFiles = []*os.File{lf, infoR}
+	cmd.Dir = "/"
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	// Its own session: no terminal's signals, no caller's process group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Only the two fds above: an inherited fd (bats' fd 3, a caller's
+	// LISTEN_FDS) must not be held open for the container's whole life.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err := cmd.Start(); err != nil {
+		infoW.Close()
+		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
+	}
+	pid := cmd.Process.Pid
+	_ = cmd.Process.Release()
+	if err := os.WriteFile(filepath.Join(stateDir, monitorPidFile), []byte(strconv.Itoa(pid)), 0o600); err != nil {
+		infoW.Close()
+		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
+	}
+	w.info = infoW
+	return w, nil
+}
+
+// attach tells the monitor the init is running (its cgroup now exists).
+func (w *sandboxWatch) attach(ctr *libmaka.Container, initPid int) error {
+	if w == nil {
+		return nil
+	}
+	cg := ctr.CgroupPath()
+	if w.mon != nil {
+		if cg == "" {
+			return nil
+		}
+		return w.mon.Attach(cg, initPid, w.tmpfs)
+	}
+	data, _ := json.Marshal(monitorInfo{Cgroup: cg, InitPid: initPid, Tmpfs: w.tmpfs})
+	_, err := w.info.Write(data)
+	w.info.Close()
+	w.info = nil
+	if err != nil {
+		return fmt.Errorf("container %s: monitor: %w", w.id, err)
+	}
+	return nil
+}
+
+// abort gives up on a launch that failed: the monitor stops.
+func (w *sandboxWatch) abort() {
+	if w == nil {
+		return
+	}
+	if w.mon != nil {
+		w.mon.Close()
+	}
+	if w.info != nil {
+		w.info.Close()
+	}
+}
+
+// finish stops a foreground run's monitor once the container has exited
+// (before its cgroup goes) and returns why it killed the sandbox, if it did.
+func (w *sandboxWatch) finish() error {
+	if w == nil || w.mon == nil {
+		return nil
+	}
+	w.mon.Close()
+	return w.mon.Err()
+}
+
+// stopMonitor stops a detached container's monitor before the container's
+// state goes (it records the peak usage while the cgroup still exists) and
+// waits for it, up to two seconds.
+func stopMonitor(stateDir string) {
+	data, err := os.ReadFile(filepath.Join(stateDir, monitorPidFile))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 || !isMonitor(pid) {
+		return
+	}
+	_ = unix.Kill(pid, unix.SIGTERM)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !isMonitor(pid) {
+			return
+		}
+	}
+}
+
+// isMonitor reports whether pid is a live (not zombie) maka monitor.
+func isMonitor(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	if i := strings.LastIndexByte(string(stat), ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	for _, a := range args {
+		if a == "monitor" {
+			return true
+		}
+	}
+	return false
+}
+
+// killedError is the monitor's error, if err is one.
+func killedError(err error) *monitor.KilledError {
+	var k *monitor.KilledError
+	if errors.As(err, &k) {
+		return k
+	}
+	return nil
+}
+
+// trimMemory gives back what the monitor's start-up touched and its loops
+// never touch again: the garbage of the CLI's set-up, and the pages of the
+// binary's code and data read from the file (clean: the kernel reads them
+// again if they are ever needed). The monitor then holds about its own
+// working set for the rest of the container's life.
+func trimMemory() {
+	debug.FreeOSMemory()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		// Only file-backed mappings (a path) that are not writable.
+		if len(f) < 6 || !strings.HasPrefix(f[5], "/") || f[1][1] == 'w' {
+			continue
+		}
+		var start, end uintptr
+		if _, err := fmt.Sscanf(f[0], "%x-%x", &start, &end); err != nil || end <= start {
+			continue
+		}
+		_, _, _ = unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_PAGEOUT)
+	}
+}

@@ -1,0 +1,230 @@
+#!/usr/bin/env bats
+# The boundary watched while it runs: every watched syscall class, every
+# limit and (with file audit) every write aimed at the read-only root is
+# recorded with its syscall and pid in `maka violations`, answered EPERM
+# under onViolation deny, and destroys the sandbox under kill (restricted's
+# default) with a SANDBOX_BOUNDARY_VIOLATION error from `maka run`. An
+# ordinary busybox workload records nothing.
+
+MAKA_POLICY=   # restricted, the default: onViolation kill
+load helpers
+bats_require_minimum_version 1.5.0
+
+MiB=1048576
+
+setup_file() {
+  maka_setup_file
+  # The escape attempts (tests/integration/fixtures/escape.c), static.
+  local esc=$MAKA_FIXTURES/escape
+  if [ ! -x "$esc" ]; then
+    esc=$BATS_FILE_TMPDIR/escape
+    gcc -static -O2 -o "$esc" "$MAKA_REPO/tests/integration/fixtures/escape.c"
+  fi
+  install -m 755 "$esc" "$MAKA_ROOTFS/usr/bin/escape"
+  # restricted, but violations denied and recorded instead of fatal.
+  echo '{"profile": "restricted", "onViolation": "deny"}' > "$BATS_FILE_TMPDIR/deny.json"
+  echo '{"profile": "restricted", "onViolation": "deny", "audit": "files"}' > "$BATS_FILE_TMPDIR/audit.json"
+  echo '{"profile": "restricted", "audit": "files"}' > "$BATS_FILE_TMPDIR/audit-kill.json"
+}
+
+# run_detached POLICY ID BUNDLE: run -d under POLICY ("" for the default),
+# the container's output in $BATS_TEST_TMPDIR/ID.out; wait until it stops.
+run_detached() {
+  local policy=$1 id=$2 bundle=$3 p=()
+  [ -n "$policy" ] && p=(--policy "$policy")
+  "$MAKA_BINARY" --root "$MAKA_ROOT" "${p[@]}" run -d --bundle "$bundle" "$id" \
+    </dev/null >"$BATS_TEST_TMPDIR/$id.out" 2>&1
+  wait_for_status "$id" stopped 60
+}
+
+# violations ID: the container's records as a JSON array.
+violations() {
+  maka violations --format json "$1"
+}
+
+@test "under deny each watched syscall class is refused with EPERM and recorded once with its syscall and pid" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'escape mount unshare clone ptrace bpf module; echo done'
+  run_detached "$BATS_FILE_TMPDIR/deny.json" vd-sys "$BATS_TEST_TMPDIR/b"
+  out=$(cat "$BATS_TEST_TMPDIR/vd-sys.out")
+  echo "$out"
+  [ "$(grep -c 'ret=-1 errno=EPERM' <<<"$out")" -eq 6 ]
+  [[ "$out" == *done* ]]
+  pid=$(sed -n 's/^mount pid=\([0-9]*\) .*/\1/p' <<<"$out")
+  [ "$pid" -gt 1 ]   # escape, a child of the sandbox's sh
+  run violations vd-sys
+  echo "$output"
+  [ "$status" -eq 0 ]
+  jq -e --argjson pid "$pid" '
+      [.[] | .syscall] == ["mount", "unshare", "clone", "ptrace", "bpf", "finit_module"]
+      and all(.[]; .type == "syscall" and .action == "deny" and .errno == "EPERM"
+                   and .pid == $pid and .comm == "escape" and .hostPid > 0)
+      and (.[1].args == ["0x10000000"])
+      and .[2].args[0] == "0x20011"
+      and .[3].args[0] == "0x10" and .[3].args[1] == "0x1"' <<<"$output"   # CLONE_NEWNS|SIGCHLD; PTRACE_ATTACH of pid 1, its parent
+  run maka violations vd-sys
+  [ "$status" -eq 0 ]
+  [[ "${lines[0]}" == TIME*TYPE*ACTION*PID*COMM*WHAT ]]
+  [[ "${lines[2]}" == *"syscall  deny    $pid  "*"escape  unshare(0x10000000) = EPERM" ]]
+  [ "${#lines[@]}" -eq 7 ]
+  # state keeps runc's fields.
+  run maka state vd-sys
+  jq -e 'keys == ["annotations", "bundle", "created", "id", "ociVersion", "owner", "pid", "rootfs", "status"] or keys == ["bundle", "created", "id", "ociVersion", "owner", "pid", "rootfs", "status"]' <<<"$output"
+  maka delete vd-sys
+  assert_nothing_left vd-sys
+  run pgrep -f -- "monitor .* vd-sys\$"
+  [ "$status" -eq 1 ]   # the monitor went with the container
+}
+
+@test "under kill (restricted) each watched syscall destroys the sandbox and run fails with SANDBOX_BOUNDARY_VIOLATION" {
+  # One sandbox per class, run side by side (each one ends at its first violation).
+  local attempts="mount:mount unshare:unshare clone:clone ptrace:ptrace bpf:bpf module:finit_module" a pids=()
+  for a in $attempts; do
+    make_bundle "$BATS_TEST_TMPDIR/${a%%:*}" sh -c "echo before; escape ${a%%:*}; echo after"
+    "$MAKA_BINARY" --root "$MAKA_ROOT" run --bundle "$BATS_TEST_TMPDIR/${a%%:*}" "vk-${a%%:*}" \
+      </dev/null >"$BATS_TEST_TMPDIR/${a%%:*}.out" 2>"$BATS_TEST_TMPDIR/${a%%:*}.err" &
+    pids+=($!)
+  done
+  local i=0 rc
+  for a in $attempts; do
+    rc=0; wait "${pids[$i]}" || rc=$?; i=$((i + 1))
+    echo "$a: $rc: $(cat "$BATS_TEST_TMPDIR/${a%%:*}.out") / $(cat "$BATS_TEST_TMPDIR/${a%%:*}.err")"
+    [ "$rc" -eq 137 ]
+    [ "$(cat "$BATS_TEST_TMPDIR/${a%%:*}.out")" = before ]
+    [[ "$(cat "$BATS_TEST_TMPDIR/${a%%:*}.err")" == "SANDBOX_BOUNDARY_VIOLATION: container vk-${a%%:*} was killed: syscall ${a#*:}("*") by pid "[0-9]*" (escape), sandbox killed" ]]
+    assert_nothing_left "vk-${a%%:*}"
+  done
+}
+
+@test "kill with --log-format json: code and details, and the detached sandbox is destroyed (measured)" {
+  make_bundle "$BATS_TEST_TMPDIR/k" sh -c 'escape unshare; sleep 100'
+  run -137 --separate-stderr maka --log-format json run --bundle "$BATS_TEST_TMPDIR/k" vk-json
+  line=$(grep '"level":"error"' <<<"$stderr" | tail -n 1)
+  jq -e '.code == "SANDBOX_BOUNDARY_VIOLATION" and .details.syscall == "unshare" and .details.action == "kill"
+      and .details.comm == "escape" and (.details.pid > 1) and (.msg | startswith("SANDBOX_BOUNDARY_VIOLATION: "))' <<<"$line"
+  # Detached: the sandbox (sh, sleep and all) is destroyed, the record stays until delete.
+  run_detached "" vk-det "$BATS_TEST_TMPDIR/k"
+  run violations vk-det
+  jq -e 'length == 1 and .[0].syscall == "unshare" and .[0].action == "kill"' <<<"$output"
+  # From the record to the monitor seeing the cgroup empty (when it writes
+  # the peak usage): printed, and bounded loosely (the guest is emulated,
+  # some 10-50 times slower than a host).
+  delay=$(jq -s 'def t: (sub("\\.[0-9]+Z$"; "Z") | fromdate) + ((capture("\\.(?<f>[0-9]+)Z$").f // "0") | ("0." + .) | tonumber);
+      (.[1].time | t) - (.[0][0].time | t)' <(echo "$output") "$MAKA_ROOT/vk-det/peak.json")
+  echo "violation to empty cgroup: $delay s"
+  jq -e '. >= 0 and . < 5' <<<"$delay"
+  maka delete vk-det
+  assert_nothing_left vk-det
+}
+
+@test "limits under deny: a fork bomb and a memory hog are recorded as limit events; peak memory and pids and tmpfs use when it stops" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'head -c 3000000 /dev/zero > /maka/work/blob; escape forkbomb memhog; echo done'
+  update_config "$BATS_TEST_TMPDIR/b" '.linux.resources += {memory: {limit: (32 * $mib), swap: (32 * $mib)}, pids: {limit: 32}}' --argjson mib "$MiB"
+  run_detached "$BATS_FILE_TMPDIR/deny.json" vd-lim "$BATS_TEST_TMPDIR/b"
+  out=$(cat "$BATS_TEST_TMPDIR/vd-lim.out")
+  echo "$out"
+  [[ "$out" =~ forkbomb\ pid=[0-9]+\ forks=[0-9]+\ errno=EAGAIN ]]
+  [[ "$out" =~ memhog\ pid=[0-9]+\ child=[0-9]+\ signal=9 ]]
+  [[ "$out" == *done* ]]
+  run violations vd-lim
+  echo "$output"
+  jq -e --argjson mib "$MiB" '
+      ([.[] | select(.type == "limit" and .kind == "pids.max" and .count >= 1 and .limit == 32 and .action == "audit")] | length) >= 1
+      and ([.[] | select(.type == "limit" and .kind == "oom_kill" and .count >= 1 and .limit == 32 * $mib)] | length) >= 1
+      and all(.[]; .type == "limit")' <<<"$output"
+  cat "$MAKA_ROOT/vd-lim/peak.json"
+  jq -e --argjson mib "$MiB" '.pids == 32 and .memory > 16 * $mib and .memory <= 32 * $mib
+      and .tmpfsUsed["/maka/work"] >= 3000000 and .tmpfsUsed["/maka/work"] < 4 * $mib and .tmpfsUsed["/tmp"] < $mib' "$MAKA_ROOT/vd-lim/peak.json"
+  maka delete vd-lim
+}
+
+@test "limits under kill: a fork bomb destroys the sandbox with SANDBOX_BOUNDARY_VIOLATION" {
+  # A limit is seen once the kernel has counted it: the sandbox goes
+  # moments later (not before the next instruction, as for a syscall).
+  make_bundle "$BATS_TEST_TMPDIR/k" sh -c 'escape forkbomb; sleep 5; echo after'
+  update_config "$BATS_TEST_TMPDIR/k" '.linux.resources += {pids: {limit: 32}}'
+  run -137 --separate-stderr maka run --bundle "$BATS_TEST_TMPDIR/k" vk-fork
+  echo "$output / $stderr"
+  [[ "$stderr" == "SANDBOX_BOUNDARY_VIOLATION: container vk-fork was killed: limit pids.max"*"(limit 32), sandbox killed" ]]
+  [[ "$output" != *after* ]]
+  assert_nothing_left vk-fork
+  make_bundle "$BATS_TEST_TMPDIR/m" sh -c 'escape memhog; sleep 5; echo after'
+  update_config "$BATS_TEST_TMPDIR/m" '.linux.resources += {memory: {limit: (32 * $mib), swap: (32 * $mib)}}' --argjson mib "$MiB"
+  run -137 --separate-stderr maka run --bundle "$BATS_TEST_TMPDIR/m" vk-oom
+  echo "$output / $stderr"
+  [[ "$stderr" == "SANDBOX_BOUNDARY_VIOLATION: container vk-oom was killed: limit oom_kill"*", sandbox killed" ]]
+  [[ "$output" != *after* ]]
+  assert_nothing_left vk-oom
+}
+
+@test "the timeout (org.maka.timeout) destroys the sandbox: run fails with SANDBOX_TIMEOUT, a detached one records it" {
+  make_bundle "$BATS_TEST_TMPDIR/t" sleep 100
+  update_config "$BATS_TEST_TMPDIR/t" '.annotations = {"org.maka.timeout": "2"}'
+  SECONDS=0
+  run -137 --separate-stderr maka run --bundle "$BATS_TEST_TMPDIR/t" vt
+  [ "$stderr" = "SANDBOX_TIMEOUT: container vt ran longer than its timeout of 2 s and was killed" ]
+  [ "$SECONDS" -lt 60 ]
+  assert_nothing_left vt
+  # Under deny too: the timeout is never just recorded.
+  run_detached "$BATS_FILE_TMPDIR/deny.json" vt-det "$BATS_TEST_TMPDIR/t"
+  run violations vt-det
+  jq -e 'length == 1 and .[0].type == "limit" and .[0].kind == "timeout" and .[0].limit == 2 and .[0].action == "kill"' <<<"$output"
+  maka delete vt-det
+  assert_nothing_left vt-det
+}
+
+@test "file audit: writes aimed at the read-only root are recorded with their path and pid, the kernel answers EROFS, tmpfs writes are not" {
+  make_bundle "$BATS_TEST_TMPDIR/a" sh -c 'escape write:/etc/passwd write:/newfile write:/tmp/ok; cd /etc && escape write:relative; echo x > /tmp/y; cat /etc/passwd >/dev/null; echo done'
+  run_detached "$BATS_FILE_TMPDIR/audit.json" va "$BATS_TEST_TMPDIR/a"
+  out=$(cat "$BATS_TEST_TMPDIR/va.out")
+  echo "$out"
+  [[ "$out" == *"write:/etc/passwd pid="*" ret=-1 errno=EROFS"* ]]
+  [[ "$out" == *"write:/newfile pid="*" ret=-1 errno=EROFS"* ]]
+  [[ "$out" == *"write:/tmp/ok pid="*" errno=0"* ]]
+  [[ "$out" == *done* ]]
+  pid=$(sed -n 's|^write:/etc/passwd pid=\([0-9]*\) .*|\1|p' <<<"$out")
+  run violations va
+  echo "$output"
+  jq -e --argjson pid "$pid" '
+      [.[] | .path] == ["/etc/passwd", "/newfile", "/etc/relative"]
+      and all(.[]; .type == "file" and .action == "audit" and .comm == "escape" and .flags == "O_WRONLY|O_CREAT")
+      and .[0].pid == $pid and .[1].pid == $pid' <<<"$output"
+  maka delete va
+  # Under kill, an audited write is a violation like any other.
+  make_bundle "$BATS_TEST_TMPDIR/ak" sh -c 'echo before; touch /etc/x; echo after'
+  run -137 --separate-stderr maka --policy "$BATS_FILE_TMPDIR/audit-kill.json" run --bundle "$BATS_TEST_TMPDIR/ak" vak
+  [ "$output" = before ]
+  [[ "$stderr" == "SANDBOX_BOUNDARY_VIOLATION: container vak was killed: "*" of /etc/x (O_"*") by pid "*" (touch)"* ]]
+  assert_nothing_left vak
+}
+
+@test "a well-behaved busybox workload records nothing, under kill and with file audit on" {
+  script='for i in $(seq 1 10); do echo $i > /tmp/f$i; cat /tmp/f$i >/dev/null; ls -l / >/dev/null; done
+    (sleep 0.1 &) ; wait; ps >/dev/null; grep -c root /etc/passwd; wc -l /proc/self/status >/dev/null
+    mkdir -p /run/d && cp /etc/passwd /run/d/p && sort /run/d/p | head -n 1 >/dev/null; echo ok'
+  make_bundle "$BATS_TEST_TMPDIR/w" sh -c "$script"
+  for policy in "" "$BATS_FILE_TMPDIR/audit-kill.json"; do
+    run_detached "$policy" vw "$BATS_TEST_TMPDIR/w"
+    [[ "$(cat "$BATS_TEST_TMPDIR/vw.out")" == *ok* ]]
+    run violations vw
+    [ "$output" = "[]" ]
+    maka delete vw
+  done
+}
+
+@test "maka events streams violations as they happen, next to the stats" {
+  make_bundle "$BATS_TEST_TMPDIR/e" sh -c 'sleep 2; escape bpf; sleep 100'
+  maka_io --policy "$BATS_FILE_TMPDIR/deny.json" create --bundle "$BATS_TEST_TMPDIR/e" ve
+  "$MAKA_BINARY" --root "$MAKA_ROOT" events --interval 60s ve </dev/null >"$BATS_TEST_TMPDIR/ev" 2>&1 &
+  epid=$!
+  maka start ve
+  for _ in $(seq 1 100); do
+    grep -q '"type":"violation"' "$BATS_TEST_TMPDIR/ev" && break
+    sleep 0.2
+  done
+  kill "$epid"; wait "$epid" || true
+  cat "$BATS_TEST_TMPDIR/ev"
+  grep '"type":"violation"' "$BATS_TEST_TMPDIR/ev" | jq -e '.id == "ve" and .data.syscall == "bpf" and .data.errno == "EPERM"'
+  [ "$(head -n 1 "$BATS_TEST_TMPDIR/ev" | jq -r .type)" = stats ]
+  maka delete --force ve
+  assert_nothing_left ve
+}

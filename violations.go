@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"unsafe"
+
+	"github.com/maka-runtime/maka/libmaka/monitor"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+)
+
+var violationsCommand = &cli.Command{
+	Name:      "violations",
+	Usage:     "print what a container tried against its boundary (watched syscalls, limits, audited writes)",
+	ArgsUsage: "<container-id>",
+	Description: `The violations command prints the container's violation records, oldest
+first: watched syscalls it attempted (mount, unshare, ptrace, bpf, module
+loads, ...), limits it hit (oom_kill, pids.max, timeout) and, with file audit
+on, writes aimed at read-only places. They are kept in
+<root>/<container-id>/violations.jsonl until the container is deleted.
+
+EXAMPLE:
+       # maka violations --format json box1`,
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "table or json"},
+	},
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, exactArgs); err != nil {
+			return err
+		}
+		format := c.String("format")
+		if format != "table" && format != "json" {
+			return fmt.Errorf("--format: unknown format %q (want table or json)", format)
+		}
+		ctr, err := loadContainer(c)
+		if err != nil {
+			return err
+		}
+		recs, err := monitor.ReadJournal(filepath.Join(ctr.StateDir(), monitor.JournalFile))
+		if err != nil {
+			return fmt.Errorf("violations %s: %w", ctr.ID(), err)
+		}
+		if format == "json" {
+			return printJSON(recs)
+		}
+		w := tabwriter.NewWriter(os.Stdout, 4, 8, 2, ' ', 0)
+		fmt.Fprintln(w, "TIME\tTYPE\tACTION\tPID\tCOMM\tWHAT")
+		for _, r := range recs {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Format("2006-01-02T15:04:05.000Z07:00"), r.Type, r.Action, pidText(r.Pid), r.Comm, what(r))
+		}
+		return w.Flush()
+	},
+}
+
+func pidText(pid int) string {
+	if pid == 0 {
+		return "-"
+	}
+	return strconv.Itoa(pid)
+}
+
+// what is the record's subject in a table cell.
+func what(r monitor.Record) string {
+	switch r.Type {
+	case monitor.TypeSyscall:
+		s := r.Syscall + "(" + strings.Join(r.Args, ", ") + ")"
+		if r.Errno != "" {
+			s += " = " + r.Errno
+		}
+		return s
+	case monitor.TypeFile:
+		return r.Syscall + " " + r.Path + " " + r.Flags
+	case monitor.TypeLimit:
+		s := r.Kind
+		if r.Count > 0 {
+			s += " x" + strconv.FormatUint(r.Count, 10)
+		}
+		if r.Limit > 0 {
+			s += " (limit " + strconv.FormatInt(r.Limit, 10) + ")"
+		}
+		return s
+	}
+	return ""
+}
+
+// journalFollower yields the records appended to a journal as they come
+// (inotify on the file), for `maka events`.
+type journalFollower struct {
+	f   *os.File
+	ifd int
+	off int64
+}
+
+func followJournal(path string) (*journalFollower, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	ifd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := unix.InotifyAddWatch(ifd, path, unix.IN_MODIFY|unix.IN_DELETE_SELF); err != nil {
+		unix.Close(ifd)
+		f.Close()
+		return nil, err
+	}
+	return &journalFollower{f: f, ifd: ifd}, nil
+}
+
+// run sends each new record to out, from the journal's start, until the
+// journal is removed (the container deleted) or unreadable.
+func (jf *journalFollower) run(out chan<- monitor.Record) {
+	defer close(out)
+	defer jf.f.Close()
+	defer unix.Close(jf.ifd)
+	buf := make([]byte, 4096)
+	for {
+		if _, err := jf.f.Seek(jf.off, 0); err != nil {
+			return
+		}
+		recs, used, err := monitor.ReadRecords(jf.f)
+		if err != nil {
+			return
+		}
+		jf.off += used
+		for _, r := range recs {
+			out <- r
+		}
+		n, err := unix.Read(jf.ifd, buf)
+		if err != nil || n <= 0 {
+			return
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_IGNORED) != 0 {
+				return
+			}
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+		}
+	}
+}
