@@ -68,6 +68,8 @@ fi
 cp -a "$fixtures/rootfs" "$w/rootfs"
 errlog=$out/bench-errors.log
 : > "$errlog"
+# A run that dies half-way must not be reported with an earlier run's facts.
+rm -f "$out/bench-meta.json" "$out/bench.json"
 
 # rt RUNTIME ARGS...: one runtime with its own state root.  maka runs under
 # its default restricted profile (no policy file); maka-baseline under the

@@ -42,7 +42,10 @@ def load(path):
                 entry["ok"].append(float(value))
             else:
                 entry["failed"] += 1
-    with open(os.path.join(path, "bench-meta.json")) as f:
+    meta_path = os.path.join(path, "bench-meta.json")
+    if not os.path.exists(meta_path):
+        sys.exit(f"bench: no complete run in {path} ({meta_path} is missing: the run did not finish)")
+    with open(meta_path) as f:
         meta = json.load(f)
     return samples, meta
 
