@@ -202,8 +202,7 @@ crash_create_and_recover() { # STAGE STATUS_AFTER_CRASH
         </dev/null >"$dir/$i.out" 2>&1 3>&-; echo $? >"$dir/$i.rc" ) &
     pids+=($!)
   done
-  wait "${pids[@]}" || true # not a bare wait: the BATS_TEST_TIMEOUT watchdog is a job too
-  [ "$(cat "$dir"/*.rc | wc -l)" -eq 20 ]
+  wait_for_files "$dir" rc 20
   local won=0 lost=0
   for i in $(seq 1 20); do
     if [ "$(cat "$dir/$i.rc")" = 0 ]; then
@@ -220,6 +219,13 @@ crash_create_and_recover() { # STAGE STATUS_AFTER_CRASH
   [ "$(init_pids | wc -l)" -eq 1 ]
   maka delete rc-same
   assert_recovered rc-same
+}
+
+# wait_for_files DIR EXT N: until DIR holds N files *.EXT (the background
+# jobs' markers). Not `wait`: in bats it returns early (signals, and the
+# BATS_TEST_TIMEOUT watchdog is a job too).
+wait_for_files() {
+  while [ "$(find "$1" -maxdepth 1 -name "*.$2" | wc -l)" -lt "$3" ]; do sleep 0.5; done
 }
 
 # stress_loop ID N LOG: N rounds of create, start, delete --force on ID.
@@ -247,10 +253,9 @@ stress_loop() {
   local i n=${MAKA_STRESS_ITER:-2} log=$BATS_TEST_TMPDIR/stress.log pids=()
   : >"$log"
   for i in $(seq 1 20); do
-    stress_loop "rc-par$i" "$n" "$log" &
-    pids+=($!)
+    (stress_loop "rc-par$i" "$n" "$log"; touch "$BATS_TEST_TMPDIR/$i.done") &
   done
-  wait "${pids[@]}" || true
+  wait_for_files "$BATS_TEST_TMPDIR" done 20
   cat "$log"
   [ ! -s "$log" ]
   for i in $(seq 1 20); do
@@ -265,10 +270,9 @@ stress_loop() {
   local i n=${MAKA_STRESS_ITER:-2} log=$BATS_TEST_TMPDIR/stress.log pids=()
   : >"$log"
   for i in $(seq 1 20); do
-    stress_loop rc-one "$n" "$log" &
-    pids+=($!)
+    (stress_loop rc-one "$n" "$log"; touch "$BATS_TEST_TMPDIR/$i.done") &
   done
-  wait "${pids[@]}" || true
+  wait_for_files "$BATS_TEST_TMPDIR" done 20
   cat "$log"
   [ ! -s "$log" ]
   maka delete --force rc-one 2>/dev/null || true # the last loop may have lost its delete to another's create
