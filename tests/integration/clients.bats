@@ -13,6 +13,7 @@
 # time goes to build/clients-times.txt.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 IMG=localhost/busybox:latest
 RUNTIMES="runc maka"
@@ -157,7 +158,7 @@ teardown() {
     echo "$rt: $output"
     [ "$status" -eq 0 ]
     [ "$output" = hello ]
-    # The sleep: once in ~10 maka runs (none of 6 runc ones) podman printed
+    # The sleep: once in 8 maka runs (none of 7 runc ones) podman printed
     # nothing though the run succeeded, which looks like conmon losing the
     # output of a process that exits at once (see docs/status.md).
     run timed "podman-$rt run-it" script -qec "podman --runtime $(
