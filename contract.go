@@ -36,9 +36,17 @@ func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boun
 			return nil, nil, nil, fmt.Errorf("root.path: %w", err)
 		}
 	}
-	dests, fields := mountpointsInRoot(b.Spec)
-	if err := libmaka.CheckMountpoints(rootfs, dests, fields); err != nil {
-		return nil, nil, nil, err
+	// A read-only root is the trusted root: never written, so every mount
+	// point must already be there. A writable root (allowed by the policy,
+	// e.g. the per-container overlay Podman and containerd hand over) is the
+	// container's own to write: libcontainer creates missing mount points in
+	// it, inside the root, as runc does (Podman binds /run/.containerenv,
+	// which no image has).
+	if b.Spec.Root.Readonly {
+		dests, fields := mountpointsInRoot(b.Spec)
+		if err := libmaka.CheckMountpoints(rootfs, dests, fields); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	conv, err := specconv.ToLibcontainer(b.Spec, specconv.Options{
 		ID:           id,

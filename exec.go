@@ -127,6 +127,11 @@ func execProcess(c *cli.Context) (int, error) {
 		}
 		defer fwd.stop()
 	}
+	if status == libmaka.Paused {
+		// The process cannot join a frozen cgroup until `resume`, which
+		// needs this lock: holding it would deadlock until the timeout.
+		op.End()
+	}
 	if err := ctr.Run(process); err != nil {
 		return 1, fmt.Errorf("exec in %s: %w", ctr.ID(), err)
 	}
