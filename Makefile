@@ -31,7 +31,8 @@ export VM_TIMEOUT ?= 3000
 
 DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2 \
-	util-linux procps runc crun python3 socat time
+	util-linux procps runc crun python3 socat time \
+	podman conmon containerd
 
 .PHONY: all build maka static fixtures capture-specs unit integration test demo bench deps lint clean
 
