@@ -198,8 +198,10 @@ crash_create_and_recover() { # STAGE STATUS_AFTER_CRASH
   local i dir=$BATS_TEST_TMPDIR/race pids=()
   mkdir -p "$dir"
   for i in $(seq 1 20); do
-    ( "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" create --bundle "$B" rc-same \
-        </dev/null >"$dir/$i.out" 2>&1 3>&-; echo $? >"$dir/$i.rc" ) &
+    # `|| rc=$?`: bats runs tests under errexit, which a subshell inherits:
+    # a losing create would end it before its marker is written.
+    ( rc=0; "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" create --bundle "$B" rc-same \
+        </dev/null >"$dir/$i.out" 2>&1 3>&- || rc=$?; echo "$rc" >"$dir/$i.rc" ) &
     pids+=($!)
   done
   wait_for_files "$dir" rc 20
