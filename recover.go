@@ -124,6 +124,20 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 		return "", err
 	}
 	process.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
+	// Not recover's own stdio: whoever reads recover's output would wait
+	// for the relaunched sandbox to end.
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return "", err
+	}
+	defer null.Close()
+	process.Stdin, process.Stdout, process.Stderr = null, null, null
+	if rec.Policy == nil {
+		return "", errors.New("the record has no policy")
+	}
+	// The same boundary means the same watch: maka's seccomp profile hands
+	// the watched syscalls to a monitor, which must listen before the init.
+	watchListenerPath(rt, rec.ID, conv.Config)
 	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
 		Poststart: conv.Poststart,
 		Process:   b.Spec.Process,
@@ -137,7 +151,22 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 	if rec.Stage == libmaka.StageRunning {
 		mode, status, stage = modeRun, libmaka.Running, libmaka.StageRunning
 	}
+	watch, err := startWatch(rt, ctr, rec.Policy, b, true)
+	if err != nil {
+		destroy(ctr)
+		return "", err
+	}
 	if err := startInit(ctr, process, mode); err != nil {
+		watch.abort()
+		destroy(ctr)
+		return "", err
+	}
+	pid, err := process.Pid()
+	if err == nil {
+		err = watch.attach(ctr, pid)
+	}
+	if err != nil {
+		watch.abort()
 		destroy(ctr)
 		return "", err
 	}
@@ -145,6 +174,7 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 		runPoststart(ctr)
 	}
 	if err := op.Commit(stage, false); err != nil {
+		watch.abort()
 		destroy(ctr)
 		return "", err
 	}

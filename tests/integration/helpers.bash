@@ -374,9 +374,10 @@ init_pids() {
 assert_nothing_left() {
   local id=$1 left
   [ ! -e "$MAKA_ROOT/$id" ] || { echo "state dir $MAKA_ROOT/$id left" >&2; return 1; }
-  left=$(find "$MAKA_STATE_DIR" \( -name "$id.json" -o -name ".$id.json.tmp" \) 2>/dev/null)
+  # (no store yet when nothing was ever created: find fails, errexit must not)
+  left=$(find "$MAKA_STATE_DIR" \( -name "$id.json" -o -name ".$id.json.tmp" \) 2>/dev/null || true)
   [ -z "$left" ] || { echo "record left: $left" >&2; return 1; }
-  left=$(find /sys/fs/cgroup -type d -name "$id" 2>/dev/null)
+  left=$(find /sys/fs/cgroup -type d -name "$id" 2>/dev/null || true)
   [ -z "$left" ] || { echo "cgroup left: $left" >&2; return 1; }
   left=$(init_pids)
   [ -z "$left" ] || { echo "init processes left: $left" >&2; return 1; }

@@ -38,8 +38,12 @@ fixture_bundle() {
   # Each argument a named string: jq would take a "-c" among --args as its own.
   local a i=0 named=()
   for a in "$@"; do named+=(--arg "a$i" "$a"); i=$((i + 1)); done
-  jq --tab "${named[@]}" --argjson n "$#" --arg rootfs "$MAKA_ROOTFS" \
-    '.root.path = $rootfs | .process.args = [range(0; $n) as $i | $ARGS.named["a\($i)"]]' \
+  # `ctr oci spec` says cgroupsPath "/default" (the namespace); containerd
+  # itself runs each container in /<namespace>/<id>, and a shared /default
+  # may hold other tests' cgroups (clients.bats runs containerd).
+  jq --tab "${named[@]}" --argjson n "$#" --arg rootfs "$MAKA_ROOTFS" --arg name "$name" \
+    '.root.path = $rootfs | .process.args = [range(0; $n) as $i | $ARGS.named["a\($i)"]]
+     | if .linux.cgroupsPath == "/default" then .linux.cgroupsPath = "/default/maka-test-\($name)" else . end' \
     "$SPECS/$name.json" > "$dir/config.json"
 }
 
