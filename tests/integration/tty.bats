@@ -42,12 +42,14 @@ MK() { echo "$MAKA_BINARY --root $MAKA_ROOT"; }
 
 @test "run with process.terminal: output has plain newlines (ONLCR off, as runc)" {
   tty_bundle printf 'l1\nl2\n'
-  run script_run "$(MK) run --bundle $BATS_TEST_TMPDIR/b tt >$BATS_TEST_TMPDIR/out" </dev/null
+  # script's stdin stays open: at EOF script types a byte into the terminal,
+  # which maka relays and the container's terminal echoes ("^@"), before or
+  # after the output (seen in the guest with </dev/null; any runtime would).
+  run script_run "$(MK) run --bundle $BATS_TEST_TMPDIR/b tt >$BATS_TEST_TMPDIR/out" \
+    < <(exec 2>/dev/null 3>&-; sleep 60)
   [ "$status" -eq 0 ]
   od -c "$BATS_TEST_TMPDIR/out"
-  # (The terminal may echo what script sends at its stdin's EOF first.)
-  ! grep -q $'\r' "$BATS_TEST_TMPDIR/out"
-  tail -c 6 "$BATS_TEST_TMPDIR/out" | cmp - <(printf 'l1\nl2\n')
+  cmp "$BATS_TEST_TMPDIR/out" <(printf 'l1\nl2\n')
 }
 
 @test "run with process.terminal: stdin reaches the container's shell" {
