@@ -30,9 +30,9 @@ EXAMPLE:
 		if err := checkArgs(c, 0, exactArgs); err != nil {
 			return err
 		}
-		format := c.String("format")
-		if format != "table" && format != "json" {
-			return fmt.Errorf("--format: invalid value %q (want table or json)", format)
+		format, err := outputFormat(c)
+		if err != nil {
+			return err
 		}
 		policy, err := loadPolicy(c)
 		if err != nil {

@@ -89,3 +89,13 @@ func checkHostSupport(c *cli.Context) error {
 	}
 	return libmaka.CheckCgroupV2()
 }
+
+// outputFormat is the --format of list, boundary, recover and violations:
+// table or json.
+func outputFormat(c *cli.Context) (string, error) {
+	format := c.String("format")
+	if format != "table" && format != "json" {
+		return "", fmt.Errorf("--format: invalid value %q (want table or json)", format)
+	}
+	return format, nil
+}
