@@ -68,6 +68,14 @@ skip=$(grep -cE '^ok .* # skip' "$log" || true)
 fail=$(grep -cE '^not ok ' "$log" || true)
 left=$(ls "$work/pending" | wc -l)
 unfinished=$(comm -23 <(ls "$work/taken" | sort) <(ls "$work/done" 2>/dev/null | sort) | wc -l)
+# The failures again, last, with their output: CI keeps only the tail of a log.
+if [ "$fail" -gt 0 ]; then
+  echo "integration: the failed tests, each with its file and output:"
+  awk '/^# \/.*\.bats$/ { file = $2; show = 0; next }
+       /^not ok / { show = 1; n = 0; print "--- " file; print; next }
+       /^ok / { show = 0 }
+       show && n++ < 80 { print }' "$work"/*.tap
+fi
 echo "integration: $((pass - skip)) passed, $fail failed, $skip skipped"
 if [ "$left" -gt 0 ] || [ "$unfinished" -gt 0 ]; then
   echo "integration: $left file(s) never started, $unfinished file(s) never finished" >&2
