@@ -20,11 +20,13 @@
 #   BENCH_ROUNDS (30)                interleaved rounds of each timed test
 #   BENCH_PAR_ROUNDS (3)             rounds of the 10-in-parallel test
 #   BENCH_RSS_ROUNDS (3)             rounds of the peak-RSS measurements
+#   BENCH_WORK_ROUNDS (10)           rounds of the busybox workload
 #   BENCH_OUT (build)                where the samples go
 #   BENCH_MONITOR_PATTERN            pgrep -f pattern of maka's per-container
-#                                    monitor (default '^[^ ]*maka monitor')
+#                                    monitor (default: the exec container's)
 #   BENCH_TESTS                      space-separated subset of: run run-nonet
-#                                    create start delete exec parallel rss
+#                                    create start delete exec parallel
+#                                    workload rss
 #   BENCH_MAKA_BEFORE                a second maka binary, measured as
 #                                    "maka-before" next to maka (before/after
 #                                    of a change, in the same run)
@@ -32,9 +34,11 @@ set -uo pipefail
 rounds=${BENCH_ROUNDS:-30}
 par_rounds=${BENCH_PAR_ROUNDS:-3}
 rss_rounds=${BENCH_RSS_ROUNDS:-3}
+work_rounds=${BENCH_WORK_ROUNDS:-10}
 out=$(mkdir -p "${BENCH_OUT:-build}" && cd "${BENCH_OUT:-build}" && pwd)
-monitor_pattern=${BENCH_MONITOR_PATTERN:-'^[^ ]*maka monitor'}
-tests=${BENCH_TESTS:-run run-nonet create start delete exec parallel rss}
+# `maka --root ROOT monitor ... ID`: the exec container's monitor (launch.go).
+monitor_pattern=${BENCH_MONITOR_PATTERN:-'^[^ ]*/maka --root [^ ]*/state/maka monitor .* maka-exec$'}
+tests=${BENCH_TESTS:-run run-nonet create start delete exec parallel workload rss}
 here=$(cd "$(dirname "$0")" && pwd)
 baseline_policy=$here/../integration/fixtures/policy-baseline.json
 
@@ -54,7 +58,7 @@ gnutime=$(command -v /usr/bin/time || true)
 # the 9p share of the guest costs nobody anything.
 w=$(mktemp -d /tmp/maka-bench.XXXXXX)
 cleanup() {
-  for rt in maka maka-baseline maka-hostnet maka-before runc crun; do
+  for rt in maka maka-baseline maka-hostnet maka-nomon maka-before runc crun; do
     for id in $(rt "$rt" list -q 2>/dev/null); do rt "$rt" delete -f "$id" >/dev/null 2>&1; done
   done
   rm -rf "$w"
@@ -86,6 +90,11 @@ rt() {
     maka-hostnet | maka-before-hostnet) pol=$w/policy-hostnet.json ;;
     runc | crun) bin=$w/bin/$r ;;
   esac
+  if [[ $r == runc || $r == crun || $r == maka-nomon ]]; then # NAME.plain bundles (mkbundle)
+    local a args=()
+    for a in "$@"; do [ ! -d "$a.plain" ] || a=$a.plain; args+=("$a"); done
+    set -- "${args[@]}"
+  fi
   [[ $r != maka-before* ]] || bin=$w/before/maka
   if [ -n "$pol" ]; then
     MAKA_POLICY=$pol "${pre[@]}" "$bin" --root "$w/state/$r" "$@"
@@ -104,15 +113,36 @@ jq --arg rootfs "$w/rootfs" '.process.args = ["/bin/true"] | .process.terminal =
 mv "$gen/c.json" "$gen/config.json"
 env -u MAKA_POLICY "$w/bin/maka" boundary --bundle "$gen" --format json > "$gen/boundary.json" ||
   die "maka's restricted profile refuses the bench bundle: $(jq -c .verdict "$gen/boundary.json")"
-mkbundle() { # mkbundle NAME JQ: a bundle from the normalised spec
-  mkdir -p "$w/$1"
-  jq "$2" "$gen/boundary.json" > "$w/$1/config.json" || die "bundle $1"
+# mkbundle NAME JQ: a bundle from the normalised spec, in two forms.  NAME,
+# for maka, keeps maka's seccomp profile as it is: the watched syscalls go to
+# SCMP_ACT_NOTIFY, served by maka's monitor.  NAME.plain, for runc and crun,
+# which have no monitor (and refuse a notify action without a listenerPath),
+# answers the same syscalls EPERM, as maka's monitor does under deny.
+mkbundle() {
+  mkdir -p "$w/$1" "$w/$1.plain"
+  local name=$1 filter=$2; shift 2
+  jq "$@" "$filter" "$gen/boundary.json" > "$w/$name/config.json" || die "bundle $name"
+  jq '.linux.seccomp.syscalls |= map(if .action == "SCMP_ACT_NOTIFY"
+        then .action = "SCMP_ACT_ERRNO" | .errnoRet = 1 else . end)' \
+    "$w/$name/config.json" > "$w/$name.plain/config.json" || die "bundle $name.plain"
 }
 # ociVersion 1.0.2: crun 1.8 refuses any other ("unknown version specified").
 mkbundle true '.spec | .ociVersion = "1.0.2"'
 mkbundle true-nonet '.spec | .ociVersion = "1.0.2" | .linux.namespaces |= map(select(.type != "network"))'
-mkbundle sleep '.spec | .ociVersion = "1.0.2" | .process.args = ["sleep", "100000"]'
+# The exec container lives for the whole run: restricted's default lifetime
+# (180 s) would end it, so it asks for restricted's largest, an hour.
+mkbundle sleep '.spec | .ociVersion = "1.0.2" | .process.args = ["sleep", "100000"]
+  | .annotations["org.maka.timeout"] = "3600"'
+# An ordinary busybox workload (issue 4: a sandbox that is watched must run
+# it at the speed of one that is not): files written, read, searched and
+# removed in /tmp, directories made, pipes and short-lived processes.
+workload='i=0; while [ $i -lt 60 ]; do echo "line $i" > /tmp/f$i; cat /tmp/f$i | grep -q line;
+  mkdir -p /tmp/d$i/x; ls /tmp/d$i > /dev/null; rm -r /tmp/d$i /tmp/f$i; i=$((i + 1)); done'
+mkbundle work '.spec | .ociVersion = "1.0.2" | .process.args = ["sh", "-c", $work]' --arg work "$workload"
 cp "$w/true/config.json" "$out/bench-config.json"
+cp "$w/true.plain/config.json" "$out/bench-config-plain.json"
+jq -e '[.linux.seccomp.syscalls[] | select(.action == "SCMP_ACT_NOTIFY")] | length > 0' \
+  "$w/true/config.json" > /dev/null || die "maka's profile notifies nothing: no monitor to measure"
 for b in true true-nonet; do
   env -u MAKA_POLICY "$w/bin/maka" boundary --bundle "$w/$b" --format json > /dev/null ||
     [ "$b" = true-nonet ] || die "restricted refuses bundle $b"
@@ -215,6 +245,14 @@ for ((round = 0; round < rounds; round++)); do
         for i in $(seq 10); do rt "$r" delete -f "$r-par$round-$i" >/dev/null 2>&1; done
     done
   fi
+  if want workload && [ $round -lt "$work_rounds" ]; then
+    # maka-nomon: maka on the .plain bundle, whose own seccomp profile
+    # notifies nothing, so no syscall reaches a monitor (limits still watched).
+    for r in $(rotated $round "${runtimes[@]}" maka-nomon); do
+      timed workload "$r" $round rt "$r" run -b "$w/work" "$r-work$round" ||
+        rt "$r" delete -f "$r-work$round" >/dev/null 2>&1
+    done
+  fi
   if want rss && [ -n "$gnutime" ] && [ $round -lt "$rss_rounds" ]; then
     # Peak RSS (KiB, GNU time's %M: the largest ru_maxrss of the runtime
     # process and the children it reaped).  create: the runtime and its
@@ -244,6 +282,8 @@ monitor_kib=
 monitor_pid=$(pgrep -f "$monitor_pattern" | head -1 || true)
 if [ -n "$monitor_pid" ]; then
   monitor_kib=$(awk '/^VmHWM:/ {print $2}' "/proc/$monitor_pid/status" 2>/dev/null || true)
+else
+  echo "[monitor] no process matches '$monitor_pattern': $(pgrep -af monitor | head -5)" >> "$errlog"
 fi
 
 sizes=$(for r in maka runc crun; do printf '"%s": %s,' "$r" "$(stat -c %s "$w/bin/$r")"; done)
@@ -252,7 +292,7 @@ versions=$(for r in maka runc crun; do
 done)
 cat > "$out/bench-meta.json" <<EOF
 {
-  "rounds": $rounds, "parallelRounds": $par_rounds, "rssRounds": $rss_rounds,
+  "rounds": $rounds, "parallelRounds": $par_rounds, "rssRounds": $rss_rounds, "workRounds": $work_rounds,
   "tests": $(jq -Rnc --arg t "$tests" '$t | split(" ")'),
   "sizes": {${sizes%,}},
   "versions": {${versions%,}},

@@ -25,6 +25,7 @@ ROWS = [
     ("delete", "delete", "ms"),
     ("exec", "exec /bin/true", "ms"),
     ("parallel10", "10 x run in parallel", "ms"),
+    ("workload", "run a busybox workload", "ms"),
     ("rss-create", "peak RSS, create", "KiB"),
     ("rss-run", "peak RSS, run", "KiB"),
 ]
@@ -82,6 +83,8 @@ def main():
         row["maka/crun"] = ratio(row.get("maka"), row.get("crun"))
         if "maka-before" in row:
             row["maka/maka-before"] = ratio(row.get("maka"), row.get("maka-before"))
+        if "maka-nomon" in row:
+            row["maka/maka-nomon"] = ratio(row.get("maka"), row.get("maka-nomon"))
         if "maka-baseline" in row:
             row["maka-baseline/runc"] = ratio(row.get("maka-baseline"), row.get("runc"))
             row["maka-baseline/crun"] = ratio(row.get("maka-baseline"), row.get("crun"))
@@ -120,6 +123,9 @@ def main():
         if "maka-before" in row:
             lines.append([f"  maka-before (maka/maka-before {r(row['maka/maka-before'])})",
                           cell(row["maka-before"]), "", "", "", ""])
+        if "maka-nomon" in row:
+            lines.append([f"  maka, no syscall watched (maka/that {r(row['maka/maka-nomon'])})",
+                          cell(row["maka-nomon"]), "", "", "", ""])
         if "maka-baseline" in row:
             lines.append([f"  maka under policy-baseline.json", cell(row["maka-baseline"]), "", "",
                           r(row["maka-baseline/runc"]), r(row["maka-baseline/crun"])])
@@ -132,12 +138,14 @@ def main():
                   r(sizes["maka"] / sizes["crun"]) if sizes.get("crun") else "-"])
     widths = [max(len(l[i]) for l in lines) for i in range(len(head))]
     print(f"maka bench: medians of {meta['rounds']} interleaved rounds "
-          f"(10 x parallel: {meta['parallelRounds']}, RSS: {meta['rssRounds']}); "
+          f"(10 x parallel: {meta['parallelRounds']}, workload: {meta.get('workRounds', '-')}, "
+          f"RSS: {meta['rssRounds']}); "
           f"guest: {meta['guestCpus']} CPUs, kernel {meta['kernel']}, {meta['seconds']} s")
     for rt in RUNTIMES:
         print(f"  {rt}: {meta['versions'].get(rt, '?')}")
     print("  config: the same config.json for all three (build/bench-config.json): maka spec with")
-    print("  the restricted profile's defaults applied (seccomp, limits, sized tmpfs, cgroupns)")
+    print("  the restricted profile's defaults applied (seccomp, limits, sized tmpfs, cgroupns);")
+    print("  runc and crun answer the syscalls maka's monitor watches with EPERM (bench-config-plain.json)")
     for i, l in enumerate(lines):
         print("  ".join(c.ljust(widths[j]) if j == 0 else c.rjust(widths[j]) for j, c in enumerate(l)))
         if i == 0:
