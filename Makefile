@@ -34,15 +34,27 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 	util-linux procps runc crun python3 socat time \
 	podman conmon containerd
 
-.PHONY: all build maka static fixtures capture-specs unit integration test demo bench deps lint clean
+.PHONY: all build maka monitor static fixtures capture-specs unit integration test demo bench deps lint clean
 
 all: build
 
-build maka:
-	$(GO) build -tags "$(BUILDTAGS)" -trimpath -ldflags "$(LDFLAGS)" -o maka .
+# maka carries the small per-container monitor (cmd/maka-monitor, static,
+# no cgo) and runs it for detached containers: its peak RSS is a fifth of a
+# monitor started from maka's own binary (docs/performance.md).  A plain
+# `go build .` (no monitor_embed tag) runs `maka monitor` instead.
+MONITOR := $(CURDIR)/build/maka-monitor
 
-static:
-	$(GO) build -tags "$(STATIC_BUILDTAGS)" -trimpath \
+build maka: monitor
+	$(GO) build -tags "$(BUILDTAGS) monitor_embed" -trimpath -ldflags "$(LDFLAGS)" -o maka .
+
+monitor:
+	mkdir -p build
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(MONITOR) ./cmd/maka-monitor
+	gzip -9 -n -c $(MONITOR) > $(MONITOR).gz
+	sha256sum $(MONITOR) | cut -d' ' -f1 > $(MONITOR).sha256
+
+static: monitor
+	$(GO) build -tags "$(STATIC_BUILDTAGS) monitor_embed" -trimpath \
 		-ldflags "$(LDFLAGS) -extldflags -static" -o maka.static .
 
 fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape
@@ -90,7 +102,7 @@ bench: build fixtures
 	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES) MAKA_RUNC=$$(command -v runc || true) \
 		MAKA_CRUN=$$(command -v crun || true) BENCH_OUT=$(CURDIR)/build \
 		BENCH_HOST_LOAD_BEFORE="$$(cat /proc/loadavg)"; \
-	export VM_ENV="BENCH_ROUNDS BENCH_PAR_ROUNDS BENCH_RSS_ROUNDS BENCH_WORK_ROUNDS BENCH_OUT BENCH_TESTS BENCH_MONITOR_PATTERN BENCH_MAKA_BEFORE"; \
+	export VM_ENV="BENCH_ROUNDS BENCH_PAR_ROUNDS BENCH_RSS_ROUNDS BENCH_WORK_ROUNDS BENCH_OUT BENCH_TESTS BENCH_MONITOR_PATTERN BENCH_MAKA_BEFORE BENCH_MAKA_BEFORE_PLAIN"; \
 	if [ "$$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then runner=(); else runner=(tests/vm/run.sh); fi; \
 	"$${runner[@]}" tests/bench/bench.sh || echo "bench: the run failed (exit $$?)" >&2; \
 	BENCH_HOST_LOAD_AFTER="$$(cat /proc/loadavg)" python3 tests/bench/report.py $(CURDIR)/build || true

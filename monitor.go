@@ -4,13 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,13 +30,6 @@ const (
 	monitorInfoFd     = 4
 )
 
-// monitorInfo is what the monitor learns once the container's init runs.
-type monitorInfo struct {
-	Cgroup  string   `json:"cgroup"`
-	InitPid int      `json:"initPid"`
-	Tmpfs   []string `json:"tmpfs"`
-}
-
 // monitorCommand is the per-container monitor of a detached container
 // (create, run --detach): started by maka itself, never by people.
 var monitorCommand = &cli.Command{
@@ -56,46 +45,15 @@ var monitorCommand = &cli.Command{
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		// It lives as long as the container: keep it small.
-		debug.SetGCPercent(25)
-		debug.SetMemoryLimit(4 << 20)
 		rt, err := runtimeOf(c)
 		if err != nil {
 			return err
 		}
 		id := c.Args().First()
-		lf := os.NewFile(monitorListenerFd, "monitor-listener")
-		ln, err := net.FileListener(lf)
-		lf.Close()
-		if err != nil {
-			return fmt.Errorf("monitor %s: %w", id, err)
-		}
-		m, err := monitor.New(monitor.Config{
+		return monitor.RunDetached(monitor.Config{
 			ID: id, StateDir: filepath.Join(rt.Root, id),
 			OnViolation: c.String("on-violation"), Timeout: c.Duration("timeout"),
-		})
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		defer m.Close()
-		m.Serve(ln.(*net.UnixListener))
-		data, _ := io.ReadAll(os.NewFile(monitorInfoFd, "monitor-info"))
-		var info monitorInfo
-		if json.Unmarshal(data, &info) != nil || info.Cgroup == "" {
-			return nil // create failed: nothing to watch
-		}
-		if err := m.Attach(info.Cgroup, info.InitPid, info.Tmpfs); err != nil {
-			return err
-		}
-		trimMemory()
-		sigs := make(chan os.Signal, 1)
-		signal.Notify(sigs, unix.SIGTERM, unix.SIGINT)
-		select {
-		case <-m.Done():
-		case <-sigs:
-		}
-		return nil
+		}, os.NewFile(monitorListenerFd, "monitor-listener"), os.NewFile(monitorInfoFd, "monitor-info"))
 	},
 }
 
@@ -169,23 +127,35 @@ func startWatch(rt *libmaka.Runtime, ctr *libmaka.Container, policy *libmaka.Pol
 		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
 	}
 	defer infoR.Close()
-	exe, err := os.Executable()
+	// Only the two fds passed below: an inherited fd (bats' fd 3, a
+	// caller's LISTEN_FDS) must not be held open for the container's life.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	monitorCmd := func(exe string) *exec.Cmd {
+		cmd := exec.Command(exe, "--root", rt.Root, "monitor", "--on-violation", onViolation, "--timeout", timeout.String(), id)
+		cmd.ExtraFiles = []*os.File{lf, infoR}
+		cmd.Dir = "/"
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+		// Its own session: no terminal's signals, no caller's process group.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		return cmd
+	}
+	self, err := os.Executable()
 	if err != nil {
 		infoW.Close()
 		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
 	}
-	cmd := exec.Command(exe, "--root", rt.Root, "monitor", "--on-violation", onViolation, "--timeout", timeout.String(), id)
-	cmd.ExtraFiles = []*os.File{lf, infoR}
-	cmd.Dir = "/"
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
-	// Its own session: no terminal's signals, no caller's process group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	// Only the two fds above: an inherited fd (bats' fd 3, a caller's
-	// LISTEN_FDS) must not be held open for the container's whole life.
-	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	if err := cmd.Start(); err != nil {
-		infoW.Close()
-		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
+	cmd := monitorCmd(self)
+	if exe, err := monitorExecutable(rt.Root); err == nil && exe != self {
+		// The small monitor, unless the root cannot run it (noexec).
+		if small := monitorCmd(exe); small.Start() == nil {
+			cmd = small
+		}
+	}
+	if cmd.Process == nil {
+		if err := cmd.Start(); err != nil {
+			infoW.Close()
+			return nil, fmt.Errorf("create %s: monitor: %w", id, err)
+		}
 	}
 	pid := cmd.Process.Pid
 	_ = cmd.Process.Release()
@@ -209,7 +179,7 @@ func (w *sandboxWatch) attach(ctr *libmaka.Container, initPid int) error {
 		}
 		return w.mon.Attach(cg, initPid, w.tmpfs)
 	}
-	data, _ := json.Marshal(monitorInfo{Cgroup: cg, InitPid: initPid, Tmpfs: w.tmpfs})
+	data, _ := json.Marshal(monitor.Info{Cgroup: cg, InitPid: initPid, Tmpfs: w.tmpfs})
 	_, err := w.info.Write(data)
 	w.info.Close()
 	w.info = nil
@@ -291,29 +261,4 @@ func killedError(err error) *monitor.KilledError {
 		return k
 	}
 	return nil
-}
-
-// trimMemory gives back what the monitor's start-up touched and its loops
-// never touch again: the garbage of the CLI's set-up, and the pages of the
-// binary's code and data read from the file (clean: the kernel reads them
-// again if they are ever needed). The monitor then holds about its own
-// working set for the rest of the container's life.
-func trimMemory() {
-	debug.FreeOSMemory()
-	maps, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(maps), "\n") {
-		f := strings.Fields(line)
-		// Only file-backed mappings (a path) that are not writable.
-		if len(f) < 6 || !strings.HasPrefix(f[5], "/") || f[1][1] == 'w' {
-			continue
-		}
-		var start, end uintptr
-		if _, err := fmt.Sscanf(f[0], "%x-%x", &start, &end); err != nil || end <= start {
-			continue
-		}
-		_, _, _ = unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_PAGEOUT)
-	}
 }

@@ -45,6 +45,7 @@ type Monitor struct {
 	first    *Record // the first violation
 	killedBy *Record // the violation (or timeout) that destroyed the sandbox
 	timer    *time.Timer
+	timing   sync.WaitGroup // a timeout being recorded
 	closed   bool
 	done     chan struct{} // closed when the container's cgroup is empty or gone
 	doneOnce sync.Once
@@ -231,6 +232,9 @@ func (m *Monitor) violation(r Record, hostPid int) {
 	}
 	cg := m.cgroup
 	m.mu.Unlock()
+	// Written before the kill, synced after it: whoever sees the sandbox
+	// stopped also sees why, and the kill does not wait for the disk.
+	werr := m.journal.Write(r)
 	if kill {
 		if cg == "" && hostPid > 0 {
 			cg, _ = cgroupOf(hostPid)
@@ -239,7 +243,9 @@ func (m *Monitor) violation(r Record, hostPid int) {
 			_ = os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0)
 		}
 	}
-	_ = m.journal.Append(r)
+	if werr == nil {
+		_ = m.journal.Sync()
+	}
 }
 
 // setCgroupFrom learns the container's cgroup from its init's pid, for a
@@ -290,11 +296,15 @@ func (m *Monitor) Attach(cgroupDir string, initPid int, tmpfs []string) error {
 
 func (m *Monitor) timeout() {
 	m.mu.Lock()
-	stopped := m.closed
-	m.mu.Unlock()
-	if stopped {
+	if m.closed {
+		m.mu.Unlock()
 		return
 	}
+	// Close waits for this record: the kill below ends the container, and
+	// with it a detached monitor, before the record would be synced.
+	m.timing.Add(1)
+	m.mu.Unlock()
+	defer m.timing.Done()
 	m.violation(Record{Time: time.Now().UTC(), Type: TypeLimit, Kind: LimitTimeout, Limit: int64(m.cfg.Timeout / time.Second)}, 0)
 }
 
@@ -320,6 +330,7 @@ func (m *Monitor) Close() error {
 	lns := m.lns
 	tmpfs := m.tmpfs
 	m.mu.Unlock()
+	m.timing.Wait()
 	if cg != "" {
 		_ = writePeak(m.cfg.StateDir, cg, tmpfs)
 	}

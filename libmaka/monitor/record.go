@@ -109,6 +109,14 @@ func OpenJournal(path string) (*Journal, error) {
 
 // Append writes r as one line and syncs it.
 func (j *Journal) Append(r Record) error {
+	if err := j.Write(r); err != nil {
+		return err
+	}
+	return j.Sync()
+}
+
+// Write appends r without waiting for the disk: readers see it at once.
+func (j *Journal) Write(r Record) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -118,6 +126,13 @@ func (j *Journal) Append(r Record) error {
 	if _, err := j.f.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("violations journal: %w", err)
 	}
+	return nil
+}
+
+// Sync makes what Write wrote durable.
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	return j.f.Sync()
 }
 

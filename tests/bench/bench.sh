@@ -30,14 +30,17 @@
 #   BENCH_MAKA_BEFORE                a second maka binary, measured as
 #                                    "maka-before" next to maka (before/after
 #                                    of a change, in the same run)
+#   BENCH_MAKA_BEFORE_PLAIN          non-empty: maka-before gets the .plain
+#                                    bundles (a maka older than its monitor)
 set -uo pipefail
 rounds=${BENCH_ROUNDS:-30}
 par_rounds=${BENCH_PAR_ROUNDS:-3}
 rss_rounds=${BENCH_RSS_ROUNDS:-3}
 work_rounds=${BENCH_WORK_ROUNDS:-10}
 out=$(mkdir -p "${BENCH_OUT:-build}" && cd "${BENCH_OUT:-build}" && pwd)
-# `maka --root ROOT monitor ... ID`: the exec container's monitor (launch.go).
-monitor_pattern=${BENCH_MONITOR_PATTERN:-'^[^ ]*/maka --root [^ ]*/state/maka monitor .* maka-exec$'}
+# `EXE --root ROOT monitor ... ID` (EXE: the small maka-monitor in ROOT, or
+# maka itself): the exec container's monitor (monitor.go).
+monitor_pattern=${BENCH_MONITOR_PATTERN:-'^[^ ]* --root [^ ]*/state/maka monitor .* maka-exec$'}
 tests=${BENCH_TESTS:-run run-nonet create start delete exec parallel workload rss}
 here=$(cd "$(dirname "$0")" && pwd)
 baseline_policy=$here/../integration/fixtures/policy-baseline.json
@@ -90,7 +93,8 @@ rt() {
     maka-hostnet | maka-before-hostnet) pol=$w/policy-hostnet.json ;;
     runc | crun) bin=$w/bin/$r ;;
   esac
-  if [[ $r == runc || $r == crun || $r == maka-nomon ]]; then # NAME.plain bundles (mkbundle)
+  if [[ $r == runc || $r == crun || $r == maka-nomon ]] ||
+     [[ $r == maka-before* && -n ${BENCH_MAKA_BEFORE_PLAIN:-} ]]; then # NAME.plain bundles (mkbundle)
     local a args=()
     for a in "$@"; do [ ! -d "$a.plain" ] || a=$a.plain; args+=("$a"); done
     set -- "${args[@]}"

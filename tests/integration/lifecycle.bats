@@ -70,6 +70,12 @@ gone() {
   pid=$(jq -r .pid <<<"$output")
   [ "$pid" = "$(cat "$BATS_TEST_TMPDIR/pid")" ]
   [ -d "/proc/$pid" ]
+  # Its monitor is the small maka-monitor that maka carries, written once
+  # into the root (`make build`; a plain `go build` runs `maka monitor`).
+  local mon
+  mon=$(cat "$MAKA_ROOT/lc1/monitor.pid")
+  [[ "$(readlink "/proc/$mon/exe")" == "$MAKA_ROOT"/.maka-monitor-* ]]
+  [ "$(stat -c %a "$(readlink "/proc/$mon/exe")")" = 500 ]
   run maka start lc1
   [ "$status" -eq 0 ]
   wait_for_status lc1 running
