@@ -32,9 +32,15 @@ export VM_TIMEOUT ?= 3000
 DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2 \
 	util-linux procps runc crun python3 socat time \
-	podman conmon containerd
+	podman conmon containerd containernetworking-plugins
 
-.PHONY: all build maka monitor static fixtures capture-specs unit integration test demo bench deps lint clean
+# crictl, Kubernetes' CRI client, for tests/integration/cri.bats: Debian has
+# no package, so it is built from the Go module proxy into build/tools, at
+# this version (`make crictl`; `make deps` and `make integration` need it).
+CRICTL_VERSION := v1.34.0
+CRICTL := $(CURDIR)/build/tools/crictl
+
+.PHONY: all build maka monitor static fixtures crictl capture-specs unit integration test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -83,8 +89,8 @@ unit:
 # The bats suite: directly on a cgroup v2 host, else spread over throw-away
 # QEMU guests (tests/integration/run.sh; MAKA_GUESTS, default the core count).
 # Every guest's TAP output is kept in build/integration.tap.
-integration: build fixtures
-	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES) MAKA_RUNC=$$(command -v runc || true) \
+integration: build fixtures crictl
+	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES) MAKA_CRICTL=$(CRICTL) MAKA_RUNC=$$(command -v runc || true) \
 		MAKA_CRUN=$$(command -v crun || true) MAKA_INTEGRATION_LOG=$(INTEGRATION_LOG) BATS='$(BATS)' \
 		BATS_FLAGS='$(BATS_FLAGS)'; \
 	tests/integration/run.sh $(TESTS)
@@ -110,7 +116,19 @@ bench: build fixtures
 test: unit
 	$(MAKE) --no-print-directory integration
 
-deps:
+deps: deps-packages crictl
+
+# A build failure fails the target: cri.bats must not silently go missing.
+# The version check reads the module version Go stamped into the binary.
+crictl:
+	@if [ -x $(CRICTL) ] && $(GO) version -m $(CRICTL) 2>/dev/null | \
+		grep -qE '^[[:space:]]+mod[[:space:]]+sigs.k8s.io/cri-tools[[:space:]]+$(CRICTL_VERSION)[[:space:]]'; then exit 0; fi; \
+	echo "crictl: go install sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION) into $(dir $(CRICTL))"; \
+	GOBIN=$(dir $(CRICTL)) CGO_ENABLED=0 $(GO) install -trimpath \
+		-ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)" \
+		sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
+
+deps-packages:
 	@missing=; for p in $(DEPS_PKGS); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
