@@ -134,7 +134,9 @@ func startWatch(rt *libmaka.Runtime, ctr *libmaka.Container, policy *libmaka.Pol
 		cmd := exec.Command(exe, "--root", rt.Root, "monitor", "--on-violation", onViolation, "--timeout", timeout.String(), id)
 		cmd.ExtraFiles = []*os.File{lf, infoR}
 		cmd.Dir = "/"
-		cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+		// disablethp: no transparent huge pages for its heap, where one
+		// fault would make 2 MiB resident (measured: 4 MiB of a ~1 MiB heap).
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG="+godebugWith("disablethp=1"))
 		// Its own session: no terminal's signals, no caller's process group.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		return cmd
@@ -261,4 +263,13 @@ func killedError(err error) *monitor.KilledError {
 		return k
 	}
 	return nil
+}
+
+// godebugWith is the caller's GODEBUG with setting added (the last one of a
+// name wins).
+func godebugWith(setting string) string {
+	if cur := os.Getenv("GODEBUG"); cur != "" {
+		return cur + "," + setting
+	}
+	return setting
 }
