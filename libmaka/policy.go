@@ -59,8 +59,14 @@ const (
 )
 
 // The default limits of both profiles: 1 GiB memory, no swap, 256 pids,
-// 2 CPUs, 128 MiB per writable tmpfs, 180 s.
+// 2 CPUs, 128 MiB per writable tmpfs; restricted's sandboxes (a tool call,
+// a build step) also live at most 180 s. baseline's have no lifetime: they
+// are Podman's, containerd's and Kubernetes' containers, services among
+// them, and a pod killed after three minutes would be a broken pod.
 var defaultLimits = Limits{Memory: gib, Swap: 0, Pids: 256, Cpus: 2, TmpfsSize: 128 * mib, Timeout: 180}
+
+// baselineDefaultLimits are defaultLimits without the lifetime.
+var baselineDefaultLimits = Limits{Memory: gib, Swap: 0, Pids: 256, Cpus: 2, TmpfsSize: 128 * mib, Timeout: 0}
 
 // defaultCapabilities is the container default set of Podman, containerd
 // and Docker: what `baseline` allows.
@@ -116,7 +122,7 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 			Sysctls:        []string{"net.ipv4.ping_group_range", "net.ipv4.ip_unprivileged_port_start", "net.ipv4.ip_local_port_range", "net.ipv4.tcp_syncookies", "kernel.shm_rmid_forced"},
 			Hooks:          true,
 			WritableRootfs: true,
-			DefaultLimits:  defaultLimits,
+			DefaultLimits:  baselineDefaultLimits,
 			MaxLimits:      Limits{Memory: 64 * gib, Swap: -1, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
 			OnViolation:    "deny",
 		}, nil

@@ -519,6 +519,9 @@ func (c *checker) checkHooks() {
 func (c *checker) checkTimeout() {
 	max := c.policy.MaxLimits.Timeout
 	c.timeout = c.policy.DefaultLimits.Timeout
+	if max > 0 && (c.timeout == 0 || c.timeout > max) {
+		c.timeout = max // a policy with a longest lifetime always enforces one
+	}
 	s, ok := c.spec.Annotations[AnnotationTimeout]
 	if !ok {
 		return

@@ -187,6 +187,23 @@ func TestBaselineAllowsNetnsAndWritableRoot(t *testing.T) {
 	if !reflect.DeepEqual(b.Process.Capabilities, []string{"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"}) {
 		t.Errorf("capabilities = %v", b.Process.Capabilities)
 	}
+	// restricted's other defaults, but no lifetime: an engine's container
+	// may be a service.
+	want := libmaka.Limits{Memory: 1 << 30, Swap: 0, Pids: 256, Cpus: 2, TmpfsSize: 128 << 20, Timeout: 0}
+	if b.Limits != want {
+		t.Errorf("limits = %+v, want %+v", b.Limits, want)
+	}
+	s.Annotations = map[string]string{AnnotationTimeout: "600"}
+	if b, err = ToBoundary(s, policy(t, "baseline")); err != nil || b.Limits.Timeout != 600 {
+		t.Errorf("org.maka.timeout 600 under baseline: %v, timeout %d", err, b.Limits.Timeout)
+	}
+	// A policy that sets a longest lifetime enforces it on the silent.
+	p := policy(t, "baseline")
+	p.MaxLimits.Timeout = 900
+	s.Annotations = nil
+	if b, err = ToBoundary(s, p); err != nil || b.Limits.Timeout != 900 {
+		t.Errorf("baseline with maxLimits.timeout 900, no annotation: %v, timeout %d", err, b.Limits.Timeout)
+	}
 }
 
 func TestAnnotationOnlyTightens(t *testing.T) {
