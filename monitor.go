@@ -27,12 +27,19 @@ import (
 // monitorPidFile holds the pid of a detached container's monitor process.
 const monitorPidFile = "monitor.pid"
 
-// The detached monitor's inherited fds: its listening socket and the pipe
-// on which create/run sends what it needs once the init runs.
+// The detached monitor's inherited fds: its listening socket, the pipe on
+// which create/run sends what it needs once the init runs, and the pipe on
+// which it answers once it is attached (it holds the container's tmpfs
+// mounts before the user's process may run).
 const (
 	monitorListenerFd = 3
 	monitorInfoFd     = 4
+	monitorAckFd      = 5
 )
+
+// monitorAttachWait bounds how long create/run waits for the detached
+// monitor to attach (an emulated, loaded machine is slow to start it).
+const monitorAttachWait = 30 * time.Second
 
 // monitorInfo is what the monitor learns once the container's init runs.
 type monitorInfo struct {
@@ -80,14 +87,20 @@ var monitorCommand = &cli.Command{
 		}
 		defer m.Close()
 		m.Serve(ln.(*net.UnixListener))
+		ack := os.NewFile(monitorAckFd, "monitor-ack")
+		defer ack.Close()
 		data, _ := io.ReadAll(os.NewFile(monitorInfoFd, "monitor-info"))
 		var info monitorInfo
 		if json.Unmarshal(data, &info) != nil || info.Cgroup == "" {
 			return nil // create failed: nothing to watch
 		}
 		if err := m.Attach(info.Cgroup, info.InitPid, info.Tmpfs); err != nil {
+			return err // create/run reads EOF: it fails
+		}
+		if _, err := ack.Write([]byte{1}); err != nil {
 			return err
 		}
+		ack.Close()
 		trimMemory()
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, unix.SIGTERM, unix.SIGINT)
@@ -105,8 +118,8 @@ type sandboxWatch struct {
 	id    string
 	tmpfs []string         // the container paths of its writable tmpfs mounts
 	mon   *monitor.Monitor // foreground
-	// detached: the pipe to the monitor process
-	info *os.File
+	// detached: the pipes to and from the monitor process
+	info, ack *os.File
 }
 
 // watchListenerPath points libcontainer at the monitor's socket when the
@@ -169,35 +182,47 @@ func startWatch(rt *libmaka.Runtime, ctr *libmaka.Container, policy *libmaka.Pol
 		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
 	}
 	defer infoR.Close()
-	exe, err := os.Executable()
+	ackR, ackW, err := os.Pipe()
 	if err != nil {
 		infoW.Close()
 		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
 	}
+	defer ackW.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		infoW.Close()
+		ackR.Close()
+		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
+	}
 	cmd := exec.Command(exe, "--root", rt.Root, "monitor", "--on-violation", onViolation, "--timeout", timeout.String(), id)
-	cmd.ExtraFiles = []*os.File{lf, infoR}
+	cmd.ExtraFiles = []*os.File{lf, infoR, ackW}
 	cmd.Dir = "/"
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	// Its own session: no terminal's signals, no caller's process group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	// Only the two fds above: an inherited fd (bats' fd 3, a caller's
+	// Only the three fds above: an inherited fd (bats' fd 3, a caller's
 	// LISTEN_FDS) must not be held open for the container's whole life.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	if err := cmd.Start(); err != nil {
 		infoW.Close()
+		ackR.Close()
 		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
 	}
 	pid := cmd.Process.Pid
 	_ = cmd.Process.Release()
 	if err := os.WriteFile(filepath.Join(stateDir, monitorPidFile), []byte(strconv.Itoa(pid)), 0o600); err != nil {
 		infoW.Close()
+		ackR.Close()
 		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
 	}
-	w.info = infoW
+	w.info, w.ack = infoW, ackR
 	return w, nil
 }
 
-// attach tells the monitor the init is running (its cgroup now exists).
+// attach tells the monitor the init is running (its cgroup now exists,
+// its mounts are set up) and waits until the monitor is attached: it then
+// holds the container's tmpfs mounts, and only then may the user's process
+// run (and end, and its init be reaped).
 func (w *sandboxWatch) attach(ctr *libmaka.Container, initPid int) error {
 	if w == nil {
 		return nil
@@ -216,6 +241,14 @@ func (w *sandboxWatch) attach(ctr *libmaka.Container, initPid int) error {
 	if err != nil {
 		return fmt.Errorf("container %s: monitor: %w", w.id, err)
 	}
+	defer func() {
+		w.ack.Close()
+		w.ack = nil
+	}()
+	_ = w.ack.SetReadDeadline(time.Now().Add(monitorAttachWait))
+	if n, err := w.ack.Read(make([]byte, 1)); n != 1 {
+		return fmt.Errorf("container %s: the monitor did not attach: %v", w.id, err)
+	}
 	return nil
 }
 
@@ -229,6 +262,9 @@ func (w *sandboxWatch) abort() {
 	}
 	if w.info != nil {
 		w.info.Close()
+	}
+	if w.ack != nil {
+		w.ack.Close()
 	}
 }
 
