@@ -97,11 +97,23 @@ var monitorCommand = &cli.Command{
 		if err := m.Attach(info.Cgroup, info.InitPid, info.Tmpfs); err != nil {
 			return err // create/run reads EOF: it fails
 		}
+		// The launcher waits for our answer: it is alive until then.
+		launcher, _ := unix.PidfdOpen(os.Getppid(), 0)
+		// The garbage goes before the user's process runs: a violation
+		// must not find the monitor busy collecting or paging (measured
+		// under emulation: a kill delayed by up to 2 s).
+		debug.FreeOSMemory()
+		code := fileMappings()
+		m.Warm()
 		if _, err := ack.Write([]byte{1}); err != nil {
 			return err
 		}
 		ack.Close()
-		trimMemory()
+		// The binary's pages can be dropped only once no other process
+		// maps them: after the launcher has exited.
+		waitExit(launcher, 10*time.Second)
+		dropPages(code)
+		m.Warm()
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, unix.SIGTERM, unix.SIGINT)
 		select {
@@ -329,17 +341,20 @@ func killedError(err error) *monitor.KilledError {
 	return nil
 }
 
-// trimMemory gives back what the monitor's start-up touched and its loops
-// never touch again: the garbage of the CLI's set-up, and the pages of the
-// binary's code and data read from the file (clean: the kernel reads them
-// again if they are ever needed). The monitor then holds about its own
-// working set for the rest of the container's life.
-func trimMemory() {
-	debug.FreeOSMemory()
+// The monitor gives back what its start-up touched and its loops never
+// touch again: the garbage of the CLI's set-up (debug.FreeOSMemory), and
+// the pages of the binary's code and data read from the file (clean: the
+// kernel reads them again if they are ever needed; dropPages). It then
+// holds about its own working set for the rest of the container's life.
+
+// fileMappings lists the read-only file-backed mappings of this process:
+// the binary's code and constant data.
+func fileMappings() [][2]uintptr {
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
-		return
+		return nil
 	}
+	var out [][2]uintptr
 	for _, line := range strings.Split(string(maps), "\n") {
 		f := strings.Fields(line)
 		// Only file-backed mappings (a path) that are not writable.
@@ -350,6 +365,31 @@ func trimMemory() {
 		if _, err := fmt.Sscanf(f[0], "%x-%x", &start, &end); err != nil || end <= start {
 			continue
 		}
-		_, _, _ = unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_PAGEOUT)
+		out = append(out, [2]uintptr{start, end})
+	}
+	return out
+}
+
+// dropPages asks the kernel to page out the mappings' pages that only this
+// process maps (MADV_PAGEOUT skips shared ones).
+func dropPages(mappings [][2]uintptr) {
+	for _, r := range mappings {
+		_, _, _ = unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_PAGEOUT)
+	}
+}
+
+// waitExit waits until the process of pidfd has exited, at most limit,
+// and closes pidfd (a negative pidfd: no wait).
+func waitExit(pidfd int, limit time.Duration) {
+	if pidfd < 0 {
+		return
+	}
+	defer unix.Close(pidfd)
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(limit)
+	for left := limit; left > 0; left = time.Until(deadline) {
+		if n, err := unix.Poll(fds, int(left/time.Millisecond)+1); n > 0 || (err != nil && !errors.Is(err, unix.EINTR)) {
+			return
+		}
 	}
 }

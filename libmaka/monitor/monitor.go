@@ -232,10 +232,14 @@ func (m *Monitor) violation(r Record, hostPid int) {
 		rc := r
 		m.first = &rc
 	}
-	firstKill := kill && m.killedBy == nil
-	if firstKill {
+	var measured chan struct{}
+	if kill && m.killedBy == nil {
 		rc := r
 		m.killedBy = &rc
+		// Set with killedBy: Close, even if the sandbox's end makes
+		// it run right now, waits for the timing.
+		measured = make(chan struct{})
+		m.killMeasured = measured
 	}
 	cg := m.cgroup
 	m.mu.Unlock()
@@ -246,20 +250,21 @@ func (m *Monitor) violation(r Record, hostPid int) {
 		if cg != "" {
 			_ = os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0)
 		}
-		if firstKill && cg != "" {
-			m.measureKill(cg, r.Time)
+		if measured != nil {
+			m.measureKill(cg, r.Time, measured)
 		}
 	}
 	_ = m.journal.Append(r)
 }
 
 // measureKill times, in the background, how long the killed sandbox in
-// cgroup cg takes to empty after the violation that arrived at violation.
-func (m *Monitor) measureKill(cg string, violation time.Time) {
-	measured := make(chan struct{})
-	m.mu.Lock()
-	m.killMeasured = measured
-	m.mu.Unlock()
+// cgroup cg takes to empty after the violation that arrived at violation,
+// and closes measured.
+func (m *Monitor) measureKill(cg string, violation time.Time, measured chan struct{}) {
+	if cg == "" { // no cgroup known: nothing to time
+		close(measured)
+		return
+	}
 	go func() {
 		empty, ok := waitEmpty(cg, KillWait)
 		m.mu.Lock()

@@ -173,3 +173,24 @@ func TestHoldTmpfsHoldsOnlyTmpfsMounts(t *testing.T) {
 		t.Errorf("samples = %d after a second sample", held[0].use.Samples)
 	}
 }
+
+func TestWarmHasNoEffect(t *testing.T) {
+	cg := fakeCgroup(t, true)
+	state := t.TempDir()
+	m, err := New(Config{ID: "box", StateDir: state, OnViolation: ActionKill})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Warm() // before Attach: no cgroup yet
+	m.cgroup = cg
+	m.Warm()
+	if _, err := os.Stat(filepath.Join(cg, "cgroup.kill")); err == nil {
+		t.Error("Warm wrote cgroup.kill")
+	}
+	if err := m.Close(); err != nil || m.Err() != nil || m.First() != nil {
+		t.Fatalf("close: %v, err %v, first %v", err, m.Err(), m.First())
+	}
+	if recs, _ := ReadJournal(filepath.Join(state, JournalFile)); len(recs) != 0 {
+		t.Errorf("Warm recorded %v", recs)
+	}
+}

@@ -28,13 +28,28 @@ setup_file() {
 }
 
 # run_detached POLICY ID BUNDLE: run -d under POLICY ("" for the default),
-# the container's output in $BATS_TEST_TMPDIR/ID.out; wait until it stops.
+# the container's output in $BATS_TEST_TMPDIR/ID.out; wait until it stops
+# and its monitor has written peak.json.
 run_detached() {
   local policy=$1 id=$2 bundle=$3 p=()
   [ -n "$policy" ] && p=(--policy "$policy")
   "$MAKA_BINARY" --root "$MAKA_ROOT" "${p[@]}" run -d --bundle "$bundle" "$id" \
     </dev/null >"$BATS_TEST_TMPDIR/$id.out" 2>&1
+  wait_for_monitor "$id" 60
   wait_for_status "$id" stopped 60
+}
+
+# wait_for_monitor ID TIMEOUT: wait until the container's monitor exits (its
+# container stopped; peak.json is written). It polls /proc only: polling
+# `maka state` would start a Go process and jq ten times a second, which
+# under emulation takes the CPU from the monitor being measured.
+wait_for_monitor() {
+  local pid st deadline=$((SECONDS + $2))
+  pid=$(cat "$MAKA_ROOT/$1/monitor.pid") || return 1
+  while read -r _ _ st _ 2>/dev/null <"/proc/$pid/stat" && [ "$st" != Z ]; do
+    [ "$SECONDS" -lt "$deadline" ] || { echo "the monitor of $1 still runs after $2 s" >&2; return 1; }
+    sleep 0.1
+  done
 }
 
 # violations ID: the container's records as a JSON array.
