@@ -37,6 +37,10 @@ const (
 	monitorAckFd      = 5
 )
 
+// dropPagesAfter is how long after its launcher's exit the detached monitor
+// drops its binary's pages.
+const dropPagesAfter = 3 * time.Second
+
 // monitorAttachWait bounds how long create/run waits for the detached
 // monitor to attach (an emulated, loaded machine is slow to start it).
 const monitorAttachWait = 30 * time.Second
@@ -109,13 +113,23 @@ var monitorCommand = &cli.Command{
 			return err
 		}
 		ack.Close()
-		// The binary's pages can be dropped only once no other process
-		// maps them: after the launcher has exited.
-		waitExit(launcher, 10*time.Second)
-		dropPages(code)
-		m.Warm()
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, unix.SIGTERM, unix.SIGINT)
+		// The binary's pages can be dropped only once no other process
+		// maps them: after the launcher has exited. Not at once: a
+		// sandbox often crosses its boundary first thing, and the kill
+		// would wait for the pages it needs (measured under emulation,
+		// the binary on 9p: 1.5 s).
+		waitExit(launcher, 10*time.Second)
+		select {
+		case <-m.Done():
+			return nil
+		case <-sigs:
+			return nil
+		case <-time.After(dropPagesAfter):
+		}
+		dropPages(code)
+		m.Warm()
 		select {
 		case <-m.Done():
 		case <-sigs:
