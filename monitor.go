@@ -67,10 +67,8 @@ var monitorCommand = &cli.Command{
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		// It lives as long as the container: keep it small. No
-		// transparent huge pages: one would make a few KiB of heap a
-		// resident 2 MiB.
-		_ = unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0)
+		// It lives as long as the container: keep it small (and
+		// without transparent huge pages: see startWatch).
 		debug.SetGCPercent(25)
 		debug.SetMemoryLimit(4 << 20)
 		rt, err := runtimeOf(c)
@@ -232,7 +230,14 @@ func startWatch(rt *libmaka.Runtime, ctr *libmaka.Container, policy *libmaka.Pol
 	// Only the three fds above: an inherited fd (bats' fd 3, a caller's
 	// LISTEN_FDS) must not be held open for the container's whole life.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	if err := cmd.Start(); err != nil {
+	// No transparent huge pages in the monitor, from its first page on
+	// (the flag is inherited across fork and exec): one would make a few
+	// KiB of its heap a resident 2 MiB. Ours is restored at once, before
+	// the container's init is spawned.
+	_ = unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0)
+	err = cmd.Start()
+	_ = unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0)
+	if err != nil {
 		infoW.Close()
 		ackR.Close()
 		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
