@@ -232,11 +232,12 @@ func startWatch(rt *libmaka.Runtime, ctr *libmaka.Container, policy *libmaka.Pol
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	// No transparent huge pages in the monitor, from its first page on
 	// (the flag is inherited across fork and exec): one would make a few
-	// KiB of its heap a resident 2 MiB. Ours is restored at once, before
-	// the container's init is spawned.
+	// KiB of its heap a resident 2 MiB. Ours (which the container's init
+	// inherits) is restored at once.
+	thpWas, _ := unix.PrctlRetInt(unix.PR_GET_THP_DISABLE, 0, 0, 0, 0)
 	_ = unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0)
 	err = cmd.Start()
-	_ = unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0)
+	_ = unix.Prctl(unix.PR_SET_THP_DISABLE, uintptr(thpWas), 0, 0, 0)
 	if err != nil {
 		infoW.Close()
 		ackR.Close()
