@@ -130,7 +130,9 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		destroy(ctr)
 		return 1, err
 	}
-	libmaka.CrashPoint(c.Command.Name + ":init-spawned")
+	if mode == modeCreate {
+		libmaka.CrashPoint("create:init-spawned")
+	}
 	if err := io.afterStart(); err != nil {
 		watch.abort()
 		destroy(ctr)
@@ -146,6 +148,16 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		watch.abort()
 		destroy(ctr)
 		return 1, err
+	}
+	if mode == modeRun {
+		// Only now, the monitor holding the init's tmpfs mounts, may the
+		// user's process run (and end).
+		if err := ctr.Exec(); err != nil {
+			watch.abort()
+			destroy(ctr)
+			return 1, fmt.Errorf("run %s: %w", id, err)
+		}
+		libmaka.CrashPoint("run:init-spawned")
 	}
 	if pidFile != "" {
 		if err := libmaka.WritePidFile(pidFile, pid); err != nil {
@@ -201,15 +213,16 @@ func destroyAttached(rt *libmaka.Runtime, ctr *libmaka.Container) {
 	}
 }
 
+// startInit starts the init, which sets up the container and waits to
+// exec the user's process: run lets it go on (Exec) once the monitor is
+// attached.
 func startInit(ctr *libmaka.Container, p *libcontainer.Process, mode launchMode) error {
+	op := "create"
 	if mode == modeRun {
-		if err := ctr.Run(p); err != nil {
-			return fmt.Errorf("run %s: %w", ctr.ID(), err)
-		}
-		return nil
+		op = "run"
 	}
 	if err := ctr.Start(p); err != nil {
-		return fmt.Errorf("create %s: %w", ctr.ID(), err)
+		return fmt.Errorf("%s %s: %w", op, ctr.ID(), err)
 	}
 	return nil
 }

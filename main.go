@@ -162,6 +162,9 @@ func fatalWithCode(err error, code int) {
 		// The monitor destroyed the sandbox: the first violation's record.
 		err = killed
 		entry = entry.WithFields(logrus.Fields{"code": killed.Code(), "details": killed.Record})
+		if ms, ok := killed.EmptyAfterMs(); ok {
+			entry = entry.WithField("emptyAfterMs", ms)
+		}
 	}
 	if logToStderr && !isJSON {
 		// Plain text on stderr: the message itself, so that it can start

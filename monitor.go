@@ -23,12 +23,19 @@ import (
 // monitorPidFile holds the pid of a detached container's monitor process.
 const monitorPidFile = "monitor.pid"
 
-// The detached monitor's inherited fds: its listening socket and the pipe
-// on which create/run sends what it needs once the init runs.
+// The detached monitor's inherited fds: its listening socket, the pipe on
+// which create/run sends what it needs once the init runs, and the pipe on
+// which it answers once it is attached (it holds the container's tmpfs
+// mounts before the user's process may run).
 const (
 	monitorListenerFd = 3
 	monitorInfoFd     = 4
+	monitorAckFd      = 5
 )
+
+// monitorAttachWait bounds how long create/run waits for the detached
+// monitor to attach (an emulated, loaded machine is slow to start it).
+const monitorAttachWait = 30 * time.Second
 
 // monitorCommand is the per-container monitor of a detached container
 // (create, run --detach): started by maka itself, never by people.
@@ -53,7 +60,8 @@ var monitorCommand = &cli.Command{
 		return monitor.RunDetached(monitor.Config{
 			ID: id, StateDir: filepath.Join(rt.Root, id),
 			OnViolation: c.String("on-violation"), Timeout: c.Duration("timeout"),
-		}, os.NewFile(monitorListenerFd, "monitor-listener"), os.NewFile(monitorInfoFd, "monitor-info"))
+		}, os.NewFile(monitorListenerFd, "monitor-listener"), os.NewFile(monitorInfoFd, "monitor-info"),
+			os.NewFile(monitorAckFd, "monitor-ack"))
 	},
 }
 
@@ -63,8 +71,8 @@ type sandboxWatch struct {
 	id    string
 	tmpfs []string         // the container paths of its writable tmpfs mounts
 	mon   *monitor.Monitor // foreground
-	// detached: the pipe to the monitor process
-	info *os.File
+	// detached: the pipes to and from the monitor process
+	info, ack *os.File
 }
 
 // watchListenerPath points libcontainer at the monitor's socket when the
@@ -127,12 +135,18 @@ func startWatch(rt *libmaka.Runtime, ctr *libmaka.Container, policy *libmaka.Pol
 		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
 	}
 	defer infoR.Close()
-	// Only the two fds passed below: an inherited fd (bats' fd 3, a
+	ackR, ackW, err := os.Pipe()
+	if err != nil {
+		infoW.Close()
+		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
+	}
+	defer ackW.Close()
+	// Only the three fds passed below: an inherited fd (bats' fd 3, a
 	// caller's LISTEN_FDS) must not be held open for the container's life.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	monitorCmd := func(exe string) *exec.Cmd {
 		cmd := exec.Command(exe, "--root", rt.Root, "monitor", "--on-violation", onViolation, "--timeout", timeout.String(), id)
-		cmd.ExtraFiles = []*os.File{lf, infoR}
+		cmd.ExtraFiles = []*os.File{lf, infoR, ackW}
 		cmd.Dir = "/"
 		// disablethp: no transparent huge pages for its heap, where one
 		// fault would make 2 MiB resident (measured: 4 MiB of a ~1 MiB heap).
@@ -144,6 +158,7 @@ func startWatch(rt *libmaka.Runtime, ctr *libmaka.Container, policy *libmaka.Pol
 	self, err := os.Executable()
 	if err != nil {
 		infoW.Close()
+		ackR.Close()
 		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
 	}
 	cmd := monitorCmd(self)
@@ -156,6 +171,7 @@ func startWatch(rt *libmaka.Runtime, ctr *libmaka.Container, policy *libmaka.Pol
 	if cmd.Process == nil {
 		if err := cmd.Start(); err != nil {
 			infoW.Close()
+			ackR.Close()
 			return nil, fmt.Errorf("create %s: monitor: %w", id, err)
 		}
 	}
@@ -163,13 +179,17 @@ func startWatch(rt *libmaka.Runtime, ctr *libmaka.Container, policy *libmaka.Pol
 	_ = cmd.Process.Release()
 	if err := os.WriteFile(filepath.Join(stateDir, monitorPidFile), []byte(strconv.Itoa(pid)), 0o600); err != nil {
 		infoW.Close()
+		ackR.Close()
 		return nil, fmt.Errorf("create %s: monitor: %w", id, err)
 	}
-	w.info = infoW
+	w.info, w.ack = infoW, ackR
 	return w, nil
 }
 
-// attach tells the monitor the init is running (its cgroup now exists).
+// attach tells the monitor the init is running (its cgroup now exists,
+// its mounts are set up) and waits until the monitor is attached: it then
+// holds the container's tmpfs mounts, and only then may the user's process
+// run (and end, and its init be reaped).
 func (w *sandboxWatch) attach(ctr *libmaka.Container, initPid int) error {
 	if w == nil {
 		return nil
@@ -188,6 +208,14 @@ func (w *sandboxWatch) attach(ctr *libmaka.Container, initPid int) error {
 	if err != nil {
 		return fmt.Errorf("container %s: monitor: %w", w.id, err)
 	}
+	defer func() {
+		w.ack.Close()
+		w.ack = nil
+	}()
+	_ = w.ack.SetReadDeadline(time.Now().Add(monitorAttachWait))
+	if n, err := w.ack.Read(make([]byte, 1)); n != 1 {
+		return fmt.Errorf("container %s: the monitor did not attach: %v", w.id, err)
+	}
 	return nil
 }
 
@@ -201,6 +229,9 @@ func (w *sandboxWatch) abort() {
 	}
 	if w.info != nil {
 		w.info.Close()
+	}
+	if w.ack != nil {
+		w.ack.Close()
 	}
 }
 

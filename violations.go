@@ -23,6 +23,9 @@ first: watched syscalls it attempted (mount, unshare, ptrace, bpf, module
 loads, ...), limits it hit (oom_kill, pids.max, timeout) and, with file audit
 on, writes aimed at read-only places. They are kept in
 <root>/<container-id>/violations.jsonl until the container is deleted.
+When the container has stopped, <root>/<container-id>/peak.json holds its
+peak usage (memory, pids, each tmpfs) and, if the monitor destroyed it,
+how long it took to empty (killed.emptyAfterMs).
 
 EXAMPLE:
        # maka violations --format json box1`,

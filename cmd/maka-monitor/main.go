@@ -5,7 +5,7 @@
 //	maka-monitor --root ROOT monitor --on-violation deny|kill --timeout DURATION ID
 //
 // fd 3 is the seccomp listener's socket, fd 4 the pipe on which create sends
-// monitor.Info. Why a second binary: the monitor lives as long as its
+// monitor.Info, fd 5 the pipe on which it answers once attached. Why a second binary: the monitor lives as long as its
 // container, and a process started from maka's own 9 MiB binary maps most of
 // it while the Go runtime and ~90 package initialisers start (about 11 MiB
 // of peak RSS); this one imports libmaka/monitor and the standard library
@@ -53,5 +53,5 @@ func run(args []string) error {
 	}
 	return monitor.RunDetached(monitor.Config{
 		ID: id, StateDir: filepath.Join(*root, id), OnViolation: *onViolation, Timeout: *timeout,
-	}, os.NewFile(3, "monitor-listener"), os.NewFile(4, "monitor-info"))
+	}, os.NewFile(3, "monitor-listener"), os.NewFile(4, "monitor-info"), os.NewFile(5, "monitor-ack"))
 }

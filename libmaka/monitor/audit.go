@@ -27,7 +27,7 @@ const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
 // boundary, then lets the kernel answer it (it refuses it: EROFS). The path
 // is read from the process's memory and resolved inside the container
 // (its root and cwd through /proc, RESOLVE_IN_ROOT), never on the host.
-func (m *Monitor) audit(fd int, n *seccompNotif, name string, hostPid, pid int, comm string) {
+func (m *Monitor) audit(fd int, n *seccompNotif, at time.Time, name string, hostPid, pid int, comm string) {
 	defer respond(fd, n.ID, 0)
 	a := n.Data.Args
 	dirfd, addr, flags := int32(unix.AT_FDCWD), a[0], a[1]
@@ -57,7 +57,7 @@ func (m *Monitor) audit(fd int, n *seccompNotif, name string, hostPid, pid int, 
 		return
 	}
 	m.violation(Record{
-		Time: time.Now().UTC(), Type: TypeFile, Action: ActionAudit,
+		Time: at, Type: TypeFile, Action: ActionAudit,
 		Pid: pid, HostPid: hostPid, Comm: comm, Syscall: name, Path: full, Flags: flagNames(flags),
 	}, hostPid)
 }

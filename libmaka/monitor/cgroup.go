@@ -1,13 +1,11 @@
 package monitor
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -122,75 +120,4 @@ func readInt(path string) int64 {
 	}
 	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	return n
-}
-
-// PeakFile holds the container's peak usage, written when it stops.
-const PeakFile = "peak.json"
-
-// Peak is the peak usage of a container's cgroup over its life, and what
-// its writable tmpfs mounts held when it stopped (the kernel keeps no peak
-// per mount).
-type Peak struct {
-	Time   time.Time `json:"time"`
-	Memory int64     `json:"memory"` // bytes (memory.peak)
-	Pids   int64     `json:"pids"`   // pids.peak
-	// TmpfsUsed: bytes in use in each writable tmpfs at the stop.
-	TmpfsUsed map[string]int64 `json:"tmpfsUsed,omitempty"`
-}
-
-// tmpfsMount is a writable tmpfs of the container, held open (O_PATH) so
-// that its use can still be read once the container's processes, and with
-// them its mount namespace, are gone.
-type tmpfsMount struct {
-	path string
-	fd   int
-}
-
-// holdTmpfs opens the container's tmpfs mounts, resolved in its root.
-func holdTmpfs(initPid int, paths []string) []tmpfsMount {
-	if initPid <= 0 || len(paths) == 0 {
-		return nil
-	}
-	root, err := unix.Open("/proc/"+strconv.Itoa(initPid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil
-	}
-	defer unix.Close(root)
-	var out []tmpfsMount
-	for _, p := range paths {
-		fd, err := unix.Openat2(root, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
-		if err == nil {
-			out = append(out, tmpfsMount{path: p, fd: fd})
-		}
-	}
-	return out
-}
-
-func writePeak(stateDir, cgroupDir string, tmpfs []tmpfsMount) error {
-	if _, err := os.Stat(cgroupDir); err != nil {
-		return err
-	}
-	p := Peak{
-		Time:   time.Now().UTC(),
-		Memory: readInt(filepath.Join(cgroupDir, "memory.peak")),
-		Pids:   readInt(filepath.Join(cgroupDir, "pids.peak")),
-	}
-	for _, t := range tmpfs {
-		var st unix.Statfs_t
-		if unix.Fstatfs(t.fd, &st) == nil {
-			if p.TmpfsUsed == nil {
-				p.TmpfsUsed = map[string]int64{}
-			}
-			p.TmpfsUsed[t.path] = int64(st.Blocks-st.Bfree) * st.Bsize
-		}
-	}
-	data, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(stateDir, PeakFile+".tmp")
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(stateDir, PeakFile))
 }

@@ -44,12 +44,16 @@ type Monitor struct {
 	tmpfs    []tmpfsMount
 	first    *Record // the first violation
 	killedBy *Record // the violation (or timeout) that destroyed the sandbox
-	timer    *time.Timer
-	timing   sync.WaitGroup // a timeout being recorded
-	closed   bool
-	done     chan struct{} // closed when the container's cgroup is empty or gone
-	doneOnce sync.Once
-	peaked   bool
+	// killTiming: how long the sandbox took to empty after killedBy
+	// arrived, set (closing killMeasured) once measured.
+	killTiming   *KillTiming
+	killMeasured chan struct{}
+	timer        *time.Timer
+	timing       sync.WaitGroup // a timeout being recorded
+	closed       bool
+	quit         chan struct{} // closed by Close: stops the tmpfs sampler
+	done         chan struct{} // closed when the container's cgroup is empty or gone
+	doneOnce     sync.Once
 }
 
 // New opens the journal (created empty, so that followers can watch it).
@@ -66,7 +70,7 @@ func New(cfg Config) (*Monitor, error) {
 		j.Close()
 		return nil, err
 	}
-	return &Monitor{cfg: cfg, journal: j, stopR: r, stopW: w, done: make(chan struct{})}, nil
+	return &Monitor{cfg: cfg, journal: j, stopR: r, stopW: w, quit: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // Listen creates the monitor's socket in dir (the state directory). It must
@@ -184,18 +188,19 @@ func (m *Monitor) serveNotify(fd int) {
 	defer unix.Close(fd)
 	for waitReadable(fd, int(m.stopR.Fd())) {
 		n, err := recvNotif(fd)
+		at := time.Now().UTC() // the violation's time, from which a kill is timed
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) { // the process went away meanwhile
 				continue
 			}
 			return
 		}
-		m.handle(fd, n)
+		m.handle(fd, n, at)
 	}
 }
 
-// handle records one notification and answers it.
-func (m *Monitor) handle(fd int, n *seccompNotif) {
+// handle records one notification, received at at, and answers it.
+func (m *Monitor) handle(fd int, n *seccompNotif, at time.Time) {
 	name := SyscallName(n.Data.Arch, n.Data.Nr)
 	hostPid := int(n.Pid)
 	comm, pid := procInfo(hostPid)
@@ -203,11 +208,11 @@ func (m *Monitor) handle(fd int, n *seccompNotif) {
 		return // the process died (or was killed) meanwhile: the pid may be another's
 	}
 	if isOpen(name) {
-		m.audit(fd, n, name, hostPid, pid, comm)
+		m.audit(fd, n, at, name, hostPid, pid, comm)
 		return
 	}
 	r := Record{
-		Time: time.Now().UTC(), Type: TypeSyscall, Action: ActionDeny, Errno: "EPERM",
+		Time: at, Type: TypeSyscall, Action: ActionDeny, Errno: "EPERM",
 		Pid: pid, HostPid: hostPid, Comm: comm, Syscall: name, Args: syscallArgs(name, n.Data.Args),
 	}
 	m.violation(r, hostPid)
@@ -215,7 +220,9 @@ func (m *Monitor) handle(fd int, n *seccompNotif) {
 }
 
 // violation records r; under kill it destroys the sandbox first (the
-// record says so), so that no other syscall of the sandbox runs after it.
+// record says so), so that no other syscall of the sandbox runs after it,
+// and measures how long the sandbox takes to empty from r.Time (when the
+// violation reached the monitor).
 func (m *Monitor) violation(r Record, hostPid int) {
 	kill := m.cfg.OnViolation == ActionKill || r.Kind == LimitTimeout
 	if kill {
@@ -226,9 +233,14 @@ func (m *Monitor) violation(r Record, hostPid int) {
 		rc := r
 		m.first = &rc
 	}
+	var measured chan struct{}
 	if kill && m.killedBy == nil {
 		rc := r
 		m.killedBy = &rc
+		// Set with killedBy: Close, even if the sandbox's end makes
+		// it run right now, waits for the timing.
+		measured = make(chan struct{})
+		m.killMeasured = measured
 	}
 	cg := m.cgroup
 	m.mu.Unlock()
@@ -242,10 +254,30 @@ func (m *Monitor) violation(r Record, hostPid int) {
 		if cg != "" {
 			_ = os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0)
 		}
+		if measured != nil {
+			m.measureKill(cg, r.Time, measured)
+		}
 	}
 	if werr == nil {
 		_ = m.journal.Sync()
 	}
+}
+
+// measureKill times, in the background, how long the killed sandbox in
+// cgroup cg takes to empty after the violation that arrived at violation,
+// and closes measured.
+func (m *Monitor) measureKill(cg string, violation time.Time, measured chan struct{}) {
+	if cg == "" { // no cgroup known: nothing to time
+		close(measured)
+		return
+	}
+	go func() {
+		empty, ok := waitEmpty(cg, KillWait)
+		m.mu.Lock()
+		m.killTiming = newKillTiming(violation, empty, ok)
+		m.mu.Unlock()
+		close(measured)
+	}()
 }
 
 // setCgroupFrom learns the container's cgroup from its init's pid, for a
@@ -279,6 +311,13 @@ func (m *Monitor) Attach(cgroupDir string, initPid int, tmpfs []string) error {
 		m.timer = time.AfterFunc(m.cfg.Timeout, m.timeout)
 	}
 	m.mu.Unlock()
+	if len(held) > 0 {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.sampleTmpfs()
+		}()
+	}
 	w, err := watchCgroup(cgroupDir)
 	if err != nil {
 		return fmt.Errorf("monitor %s: %w", m.cfg.ID, err)
@@ -308,14 +347,34 @@ func (m *Monitor) timeout() {
 	m.violation(Record{Time: time.Now().UTC(), Type: TypeLimit, Kind: LimitTimeout, Limit: int64(m.cfg.Timeout / time.Second)}, 0)
 }
 
+// sampleTmpfs samples the held tmpfs mounts every TmpfsSampleInterval
+// until Close, which takes the last sample.
+func (m *Monitor) sampleTmpfs() {
+	tick := time.NewTicker(TmpfsSampleInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.quit:
+			return
+		case <-tick.C:
+			m.mu.Lock()
+			for i := range m.tmpfs {
+				m.tmpfs[i].sample()
+			}
+			m.mu.Unlock()
+		}
+	}
+}
+
 func (m *Monitor) markDone() { m.doneOnce.Do(func() { close(m.done) }) }
 
 // Done is closed when the container's cgroup has no process left (or is
 // gone): the container stopped.
 func (m *Monitor) Done() <-chan struct{} { return m.done }
 
-// Close records the peak usage (once, while the cgroup still exists),
-// stops every loop and closes the journal.
+// Close records the peak usage and the kill's timing (once, while the
+// cgroup still exists), stops every loop and closes the journal. After a
+// kill it first waits (at most KillWait) for the sandbox to empty.
 func (m *Monitor) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -326,16 +385,29 @@ func (m *Monitor) Close() error {
 	if m.timer != nil {
 		m.timer.Stop()
 	}
+	measured := m.killMeasured
+	m.mu.Unlock()
+	if measured != nil {
+		<-measured
+	}
+	close(m.quit)
+	m.mu.Lock()
 	cg := m.cgroup
 	lns := m.lns
-	tmpfs := m.tmpfs
+	// The final sample: the container has stopped, the fds still hold
+	// its tmpfs mounts.
+	var tmpfs []TmpfsUse
+	for i := range m.tmpfs {
+		m.tmpfs[i].sample()
+		tmpfs = append(tmpfs, m.tmpfs[i].use)
+		unix.Close(m.tmpfs[i].fd)
+	}
+	m.tmpfs = nil
+	killed := m.killTiming
 	m.mu.Unlock()
 	m.timing.Wait()
 	if cg != "" {
-		_ = writePeak(m.cfg.StateDir, cg, tmpfs)
-	}
-	for _, t := range tmpfs {
-		unix.Close(t.fd)
+		_ = writePeak(m.cfg.StateDir, cg, tmpfs, killed)
 	}
 	for _, ln := range lns {
 		ln.Close()
@@ -355,7 +427,7 @@ func (m *Monitor) Err() error {
 	if m.killedBy == nil {
 		return nil
 	}
-	return &KilledError{ID: m.cfg.ID, Record: *m.killedBy}
+	return &KilledError{ID: m.cfg.ID, Record: *m.killedBy, Timing: m.killTiming}
 }
 
 // First is the first violation recorded by this monitor, if any.
@@ -371,10 +443,12 @@ const (
 	TimeoutCode   = "SANDBOX_TIMEOUT"
 )
 
-// KilledError says the monitor destroyed the sandbox, and why.
+// KilledError says the monitor destroyed the sandbox, why, and (once
+// measured: after Close) how long the sandbox took to empty.
 type KilledError struct {
 	ID     string
 	Record Record
+	Timing *KillTiming
 }
 
 // Code is the machine-readable code leading the message.
@@ -387,7 +461,27 @@ func (e *KilledError) Code() string {
 
 func (e *KilledError) Error() string {
 	if e.Code() == TimeoutCode {
-		return fmt.Sprintf("%s: container %s ran longer than its timeout of %d s and was killed", TimeoutCode, e.ID, e.Record.Limit)
+		return fmt.Sprintf("%s: container %s ran longer than its timeout of %d s and was killed%s", TimeoutCode, e.ID, e.Record.Limit, e.emptied())
 	}
-	return fmt.Sprintf("%s: container %s was killed: %s", ViolationCode, e.ID, e.Record.Summary())
+	return fmt.Sprintf("%s: container %s was killed: %s%s", ViolationCode, e.ID, e.Record.Summary(), e.emptied())
+}
+
+// emptied says how long the sandbox took to empty, when it was measured.
+func (e *KilledError) emptied() string {
+	switch {
+	case e.Timing == nil:
+		return ""
+	case e.Timing.EmptyAfterMs == nil:
+		return fmt.Sprintf(" (still not empty %s after)", KillWait)
+	}
+	return fmt.Sprintf(" (empty after %.1f ms)", *e.Timing.EmptyAfterMs)
+}
+
+// EmptyAfterMs is how long the sandbox took to empty, in milliseconds,
+// if it was measured and it did.
+func (e *KilledError) EmptyAfterMs() (float64, bool) {
+	if e.Timing == nil || e.Timing.EmptyAfterMs == nil {
+		return 0, false
+	}
+	return *e.Timing.EmptyAfterMs, true
 }

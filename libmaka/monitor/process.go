@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,12 +23,18 @@ type Info struct {
 	Tmpfs   []string `json:"tmpfs"`
 }
 
+// dropPagesAfter is how long after its launcher's exit the detached monitor
+// drops its binary's pages.
+const dropPagesAfter = 3 * time.Second
+
 // RunDetached is the whole life of a detached container's monitor process
 // (`maka monitor`, or the small maka-monitor binary): it serves the seccomp
-// listener from the start, attaches to the cgroup once create sends Info,
-// and returns when the container is gone or on SIGTERM/SIGINT (delete).
-// It takes ownership of both files.
-func RunDetached(cfg Config, listener, info *os.File) error {
+// listener from the start, attaches once create sends Info, answers on ack
+// when it is attached (it then holds the container's tmpfs mounts, and only
+// then may the user's process run), and returns when the container is gone
+// or on SIGTERM/SIGINT (delete). It takes ownership of the three files.
+func RunDetached(cfg Config, listener, info, ack *os.File) error {
+	defer ack.Close()
 	// It lives as long as the container: keep it small.
 	debug.SetGCPercent(25)
 	debug.SetMemoryLimit(4 << 20)
@@ -51,11 +59,36 @@ func RunDetached(cfg Config, listener, info *os.File) error {
 		return nil // create failed: nothing to watch
 	}
 	if err := m.Attach(in.Cgroup, in.InitPid, in.Tmpfs); err != nil {
+		return err // create/run reads EOF on ack: it fails
+	}
+	// The launcher waits for our answer: it is alive until then.
+	launcher, _ := unix.PidfdOpen(os.Getppid(), 0)
+	// The garbage goes before the user's process runs: a violation must not
+	// find the monitor busy collecting or paging (measured under emulation:
+	// a kill delayed by up to 2 s).
+	debug.FreeOSMemory()
+	code := fileMappings()
+	m.Warm()
+	if _, err := ack.Write([]byte{1}); err != nil {
 		return err
 	}
-	TrimMemory()
+	ack.Close()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT)
+	// The binary's pages can be dropped only once no other process maps
+	// them: after the launcher has exited. Not at once: a sandbox often
+	// crosses its boundary first thing, and the kill would wait for the
+	// pages it needs (measured under emulation, the binary on 9p: 1.5 s).
+	waitExit(launcher, 10*time.Second)
+	select {
+	case <-m.Done():
+		return nil
+	case <-sigs:
+		return nil
+	case <-time.After(dropPagesAfter):
+	}
+	dropPages(code)
+	m.Warm()
 	select {
 	case <-m.Done():
 	case <-sigs:
@@ -63,17 +96,20 @@ func RunDetached(cfg Config, listener, info *os.File) error {
 	return nil
 }
 
-// TrimMemory gives back what the monitor's start-up touched and its loops
-// never touch again: the garbage of the set-up, and the pages of the
-// binary's code and data read from the file (clean: the kernel reads them
-// again if they are ever needed). The monitor then holds about its own
-// working set for the rest of the container's life.
-func TrimMemory() {
-	debug.FreeOSMemory()
+// The monitor gives back what its start-up touched and its loops never
+// touch again: the garbage of the set-up (debug.FreeOSMemory), and the pages
+// of the binary's code and data read from the file (clean: the kernel reads
+// them again if they are ever needed; dropPages). It then holds about its
+// own working set for the rest of the container's life.
+
+// fileMappings lists the read-only file-backed mappings of this process:
+// the binary's code and constant data.
+func fileMappings() [][2]uintptr {
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
-		return
+		return nil
 	}
+	var out [][2]uintptr
 	for _, line := range strings.Split(string(maps), "\n") {
 		f := strings.Fields(line)
 		// Only file-backed mappings (a path) that are not writable.
@@ -84,6 +120,31 @@ func TrimMemory() {
 		if _, err := fmt.Sscanf(f[0], "%x-%x", &start, &end); err != nil || end <= start {
 			continue
 		}
-		_, _, _ = unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_PAGEOUT)
+		out = append(out, [2]uintptr{start, end})
+	}
+	return out
+}
+
+// dropPages asks the kernel to page out the mappings' pages that only this
+// process maps (MADV_PAGEOUT skips shared ones).
+func dropPages(mappings [][2]uintptr) {
+	for _, r := range mappings {
+		_, _, _ = unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_PAGEOUT)
+	}
+}
+
+// waitExit waits until the process of pidfd has exited, at most limit,
+// and closes pidfd (a negative pidfd: no wait).
+func waitExit(pidfd int, limit time.Duration) {
+	if pidfd < 0 {
+		return
+	}
+	defer unix.Close(pidfd)
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(limit)
+	for left := limit; left > 0; left = time.Until(deadline) {
+		if n, err := unix.Poll(fds, int(left/time.Millisecond)+1); n > 0 || (err != nil && !errors.Is(err, unix.EINTR)) {
+			return
+		}
 	}
 }

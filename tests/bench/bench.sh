@@ -26,7 +26,7 @@
 #                                    monitor (default: the exec container's)
 #   BENCH_TESTS                      space-separated subset of: run run-nonet
 #                                    create start delete exec parallel
-#                                    workload rss
+#                                    workload kill rss
 #   BENCH_MAKA_BEFORE                a second maka binary, measured as
 #                                    "maka-before" next to maka (before/after
 #                                    of a change, in the same run)
@@ -41,7 +41,7 @@ out=$(mkdir -p "${BENCH_OUT:-build}" && cd "${BENCH_OUT:-build}" && pwd)
 # `EXE --root ROOT monitor ... ID` (EXE: the small maka-monitor in ROOT, or
 # maka itself): the exec container's monitor (monitor.go).
 monitor_pattern=${BENCH_MONITOR_PATTERN:-'^[^ ]* --root [^ ]*/state/maka monitor .* maka-exec$'}
-tests=${BENCH_TESTS:-run run-nonet create start delete exec parallel workload rss}
+tests=${BENCH_TESTS:-run run-nonet create start delete exec parallel workload kill rss}
 here=$(cd "$(dirname "$0")" && pwd)
 baseline_policy=$here/../integration/fixtures/policy-baseline.json
 
@@ -143,6 +143,10 @@ mkbundle sleep '.spec | .ociVersion = "1.0.2" | .process.args = ["sleep", "10000
 workload='i=0; while [ $i -lt 60 ]; do echo "line $i" > /tmp/f$i; cat /tmp/f$i | grep -q line;
   mkdir -p /tmp/d$i/x; ls /tmp/d$i > /dev/null; rm -r /tmp/d$i /tmp/f$i; i=$((i + 1)); done'
 mkbundle work '.spec | .ociVersion = "1.0.2" | .process.args = ["sh", "-c", $work]' --arg work "$workload"
+# A sandbox that crosses its boundary (issue 4): under restricted's kill,
+# `maka run` fails with SANDBOX_BOUNDARY_VIOLATION and the time the monitor
+# measured from the violation to the empty cgroup ("empty after N ms").
+mkbundle escape '.spec | .ociVersion = "1.0.2" | .process.args = ["sh", "-c", "unshare -U true; echo survived"]'
 cp "$w/true/config.json" "$out/bench-config.json"
 cp "$w/true.plain/config.json" "$out/bench-config-plain.json"
 jq -e '[.linux.seccomp.syscalls[] | select(.action == "SCMP_ACT_NOTIFY")] | length > 0' \
@@ -248,6 +252,18 @@ for ((round = 0; round < rounds; round++)); do
       timed parallel10 "$r" $round par "$r" $round ||
         for i in $(seq 10); do rt "$r" delete -f "$r-par$round-$i" >/dev/null 2>&1; done
     done
+  fi
+  if want kill; then
+    # maka only: runc and crun answer EPERM and the sandbox lives on.
+    ms=$(rt maka run -b "$w/escape" "maka-kill$round" </dev/null 2>&1 >/dev/null |
+      sed -n 's/.*(empty after \([0-9.]*\) ms).*/\1/p')
+    if [ -n "$ms" ]; then
+      sample kill maka $round "$(awk -v ms="$ms" 'BEGIN { printf "%d", ms * 1000 }')" 0
+    else
+      sample kill maka $round "" 1
+      echo "[kill maka round $round] no 'empty after' in run's error" >> "$errlog"
+      rt maka delete -f "maka-kill$round" >/dev/null 2>&1
+    fi
   fi
   if want workload && [ $round -lt "$work_rounds" ]; then
     # maka-nomon: maka on the .plain bundle, whose own seccomp profile

@@ -26,6 +26,7 @@ ROWS = [
     ("exec", "exec /bin/true", "ms"),
     ("parallel10", "10 x run in parallel", "ms"),
     ("workload", "run a busybox workload", "ms"),
+    ("kill", "kill: violation to empty sandbox", "ms"),
     ("rss-create", "peak RSS, create", "KiB"),
     ("rss-run", "peak RSS, run", "KiB"),
 ]
@@ -58,7 +59,7 @@ def summarise(values, unit):
     v = sorted(x / scale for x in values)
     q = statistics.quantiles(v, n=4) if len(v) >= 2 else [v[0], v[0], v[0]]
     return {"median": round(statistics.median(v), 2), "p25": round(q[0], 2),
-            "p75": round(q[2], 2), "min": round(v[0], 2), "n": len(v)}
+            "p75": round(q[2], 2), "min": round(v[0], 2), "max": round(v[-1], 2), "n": len(v)}
 
 
 def ratio(a, b):
@@ -123,6 +124,9 @@ def main():
         if "maka-before" in row:
             lines.append([f"  maka-before (maka/maka-before {r(row['maka/maka-before'])})",
                           cell(row["maka-before"]), "", "", "", ""])
+        if key == "kill" and row.get("maka", {}).get("max") is not None:
+            lines.append([f"  (maka: max {row['maka']['max']:.1f} over {row['maka']['n']} rounds)",
+                          "", "", "", "", ""])
         if "maka-nomon" in row:
             lines.append([f"  maka, no syscall watched (maka/that {r(row['maka/maka-nomon'])})",
                           cell(row["maka-nomon"]), "", "", "", ""])

@@ -28,18 +28,65 @@ setup_file() {
 }
 
 # run_detached POLICY ID BUNDLE: run -d under POLICY ("" for the default),
-# the container's output in $BATS_TEST_TMPDIR/ID.out; wait until it stops.
+# the container's output in $BATS_TEST_TMPDIR/ID.out; wait until it stops
+# and its monitor has written peak.json.
 run_detached() {
   local policy=$1 id=$2 bundle=$3 p=()
   [ -n "$policy" ] && p=(--policy "$policy")
   "$MAKA_BINARY" --root "$MAKA_ROOT" "${p[@]}" run -d --bundle "$bundle" "$id" \
     </dev/null >"$BATS_TEST_TMPDIR/$id.out" 2>&1
+  wait_for_monitor "$id" 60
   wait_for_status "$id" stopped 60
+}
+
+# wait_for_monitor ID TIMEOUT: wait until the container's monitor exits (its
+# container stopped; peak.json is written). It polls /proc only: polling
+# `maka state` would start a Go process and jq ten times a second, which
+# under emulation takes the CPU from the monitor being measured.
+wait_for_monitor() {
+  local pid st deadline=$((SECONDS + $2))
+  pid=$(cat "$MAKA_ROOT/$1/monitor.pid") || return 1
+  while read -r _ _ st _ 2>/dev/null <"/proc/$pid/stat" && [ "$st" != Z ]; do
+    [ "$SECONDS" -lt "$deadline" ] || { echo "the monitor of $1 still runs after $2 s" >&2; return 1; }
+    sleep 0.1
+  done
 }
 
 # violations ID: the container's records as a JSON array.
 violations() {
   maka violations --format json "$1"
+}
+
+# within_a_second WHAT MS: MS, the time the monitor measured from a
+# violation's arrival to the killed sandbox's empty cgroup, was recorded and
+# is at most KILL_BOUND_MS. Printed (fd 3) for docs/status.md.
+#
+# The bound: typically 13–191 ms here, but a host that stalls the emulated
+# guest (seen: a 2 s write to cgroup.kill at host load 4.8) can stretch any
+# figure, and a timed test must not flake; so the suite fails a kill that
+# takes more than 5 s (a hang, not a slow host) and `make bench` measures
+# the figure the issue asks about (≤ 1 s) over many rounds.
+KILL_BOUND_MS=${MAKA_KILL_BOUND_MS:-5000}
+within_a_second() {
+  [ -n "$2" ] && [ "$2" != null ] || { echo "$1: no time to empty recorded" >&2; return 1; }
+  echo "# $1: empty after $2 ms" >&3
+  awk -v ms="$2" -v bound="$KILL_BOUND_MS" 'BEGIN { exit !(ms >= 0 && ms <= bound) }'
+}
+
+# emptied_within_a_second WHAT ERR: run's error ERR ends with the time the
+# sandbox took to empty, within KILL_BOUND_MS.
+emptied_within_a_second() {
+  within_a_second "$1" "$(sed -n 's/.* (empty after \([0-9.]*\) ms)$/\1/p' <<<"$2")"
+}
+
+# assert_sandbox_gone ID: from outside, while the stopped container's
+# cgroup still exists: no process in it (nor the record's violator).
+assert_sandbox_gone() {
+  local cg
+  cg=$(find /sys/fs/cgroup -type d -name "$1")
+  [ -n "$cg" ] && [ "$(wc -l <<<"$cg")" -eq 1 ]
+  grep -qx 'populated 0' "$cg/cgroup.events"
+  [ -z "$(cat "$cg/cgroup.procs")" ]
 }
 
 @test "under deny each watched syscall class is refused with EPERM and recorded once with its syscall and pid" {
@@ -90,34 +137,45 @@ violations() {
     echo "$a: $rc: $(cat "$BATS_TEST_TMPDIR/${a%%:*}.out") / $(cat "$BATS_TEST_TMPDIR/${a%%:*}.err")"
     [ "$rc" -eq 137 ]
     [ "$(cat "$BATS_TEST_TMPDIR/${a%%:*}.out")" = before ]
-    [[ "$(cat "$BATS_TEST_TMPDIR/${a%%:*}.err")" == "SANDBOX_BOUNDARY_VIOLATION: container vk-${a%%:*} was killed: syscall ${a#*:}("*") by pid "[0-9]*" (escape), sandbox killed" ]]
+    [[ "$(cat "$BATS_TEST_TMPDIR/${a%%:*}.err")" == "SANDBOX_BOUNDARY_VIOLATION: container vk-${a%%:*} was killed: syscall ${a#*:}("*") by pid "[0-9]*" (escape), sandbox killed (empty after "*" ms)" ]]
+    emptied_within_a_second "vk-${a%%:*}" "$(cat "$BATS_TEST_TMPDIR/${a%%:*}.err")"
     assert_nothing_left "vk-${a%%:*}"
   done
 }
 
-@test "kill with --log-format json: code and details, and the detached sandbox is destroyed (measured)" {
-  make_bundle "$BATS_TEST_TMPDIR/k" sh -c 'escape unshare; sleep 100'
+@test "kill with --log-format json: code, details and the time to empty; the detached sandbox is gone within a second (measured)" {
+  # A second process (sleep 1001) in the background when the kill comes.
+  make_bundle "$BATS_TEST_TMPDIR/k" sh -c 'sleep 1001 >/dev/null & escape unshare; sleep 100'
   run -137 --separate-stderr maka --log-format json run --bundle "$BATS_TEST_TMPDIR/k" vk-json
   line=$(grep '"level":"error"' <<<"$stderr" | tail -n 1)
+  echo "$line"
   jq -e '.code == "SANDBOX_BOUNDARY_VIOLATION" and .details.syscall == "unshare" and .details.action == "kill"
-      and .details.comm == "escape" and (.details.pid > 1) and (.msg | startswith("SANDBOX_BOUNDARY_VIOLATION: "))' <<<"$line"
-  # Detached: the sandbox (sh, sleep and all) is destroyed, the record stays until delete.
+      and .details.comm == "escape" and (.details.pid > 1) and (.msg | startswith("SANDBOX_BOUNDARY_VIOLATION: "))
+      and (.msg | endswith(" ms)"))' <<<"$line"
+  within_a_second vk-json "$(jq .emptyAfterMs <<<"$line")"
+  # Detached: the sandbox (sh, both sleeps and all) is destroyed, the record
+  # stays until delete; peak.json says how fast it emptied.
   run_detached "" vk-det "$BATS_TEST_TMPDIR/k"
   run violations vk-det
+  echo "$output"
   jq -e 'length == 1 and .[0].syscall == "unshare" and .[0].action == "kill"' <<<"$output"
-  # From the record to the monitor seeing the cgroup empty (when it writes
-  # the peak usage): printed, and bounded loosely (the guest is emulated,
-  # some 10-50 times slower than a host).
-  delay=$(jq -s 'def t: (sub("\\.[0-9]+Z$"; "Z") | fromdate) + ((capture("\\.(?<f>[0-9]+)Z$").f // "0") | ("0." + .) | tonumber);
-      (.[1].time | t) - (.[0][0].time | t)' <(echo "$output") "$MAKA_ROOT/vk-det/peak.json")
-  echo "violation to empty cgroup: $delay s"
-  jq -e '. >= 0 and . < 5' <<<"$delay"
+  violator=$(jq '.[0].hostPid' <<<"$output")
+  cat "$MAKA_ROOT/vk-det/peak.json"
+  jq -e --argjson v "$output" '.killed.violation == $v[0].time' "$MAKA_ROOT/vk-det/peak.json"
+  within_a_second vk-det "$(jq .killed.emptyAfterMs "$MAKA_ROOT/vk-det/peak.json")"
+  # From outside, before delete: nothing left in its cgroup, no violator, no sleep.
+  assert_sandbox_gone vk-det
+  [ ! -e "/proc/$violator" ]
+  run pgrep -fx 'sleep 1001'
+  [ "$status" -eq 1 ]
   maka delete vk-det
   assert_nothing_left vk-det
 }
 
-@test "limits under deny: a fork bomb and a memory hog are recorded as limit events; peak memory and pids and tmpfs use when it stops" {
-  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'head -c 3000000 /dev/zero > /maka/work/blob; escape forkbomb memhog; echo done'
+@test "limits under deny: a fork bomb and a memory hog are recorded as limit events; peak memory and pids, each tmpfs's peak and use when it stops" {
+  # /tmp: 4 MiB held for 3 tmpfs samples' time, then all but 256 KiB removed.
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'head -c 3000000 /dev/zero > /maka/work/blob; escape forkbomb memhog
+    head -c 4194304 /dev/zero > /tmp/big; sleep 3; head -c 262144 /tmp/big > /tmp/rest; rm /tmp/big; echo done'
   update_config "$BATS_TEST_TMPDIR/b" '.linux.resources += {memory: {limit: (32 * $mib), swap: (32 * $mib)}, pids: {limit: 32}}' --argjson mib "$MiB"
   run_detached "$BATS_FILE_TMPDIR/deny.json" vd-lim "$BATS_TEST_TMPDIR/b"
   out=$(cat "$BATS_TEST_TMPDIR/vd-lim.out")
@@ -133,7 +191,13 @@ violations() {
       and all(.[]; .type == "limit")' <<<"$output"
   cat "$MAKA_ROOT/vd-lim/peak.json"
   jq -e --argjson mib "$MiB" '.pids == 32 and .memory > 16 * $mib and .memory <= 32 * $mib
-      and .tmpfsUsed["/maka/work"] >= 3000000 and .tmpfsUsed["/maka/work"] < 4 * $mib and .tmpfsUsed["/tmp"] < $mib' "$MAKA_ROOT/vd-lim/peak.json"
+      and ([.tmpfs[].path] | sort) == ["/dev/shm", "/maka/work", "/run", "/tmp"]
+      and all(.tmpfs[]; .size == (if .path == "/dev/shm" then 64 else 128 end) * $mib and .samples >= 2 and .peak >= .used)
+      and (.tmpfs[] | select(.path == "/maka/work") | .used >= 3000000 and .used < 3000000 + 65536 and .peak == .used)
+      and (.tmpfs[] | select(.path == "/tmp") | .peak >= 4194304 and .peak < 5 * $mib
+                                               and .used >= 262144 and .used < 262144 + 65536 and .samples >= 4)
+      and (.tmpfs[] | select(.path == "/run") | .peak < $mib)
+      and (has("killed") | not)' "$MAKA_ROOT/vd-lim/peak.json"
   maka delete vd-lim
 }
 
@@ -144,30 +208,38 @@ violations() {
   update_config "$BATS_TEST_TMPDIR/k" '.linux.resources += {pids: {limit: 32}}'
   run -137 --separate-stderr maka run --bundle "$BATS_TEST_TMPDIR/k" vk-fork
   echo "$output / $stderr"
-  [[ "$stderr" == "SANDBOX_BOUNDARY_VIOLATION: container vk-fork was killed: limit pids.max"*"(limit 32), sandbox killed" ]]
+  [[ "$stderr" == "SANDBOX_BOUNDARY_VIOLATION: container vk-fork was killed: limit pids.max"*"(limit 32), sandbox killed (empty after "*" ms)" ]]
+  emptied_within_a_second vk-fork "$stderr"
   [[ "$output" != *after* ]]
   assert_nothing_left vk-fork
   make_bundle "$BATS_TEST_TMPDIR/m" sh -c 'escape memhog; sleep 5; echo after'
   update_config "$BATS_TEST_TMPDIR/m" '.linux.resources += {memory: {limit: (32 * $mib), swap: (32 * $mib)}}' --argjson mib "$MiB"
   run -137 --separate-stderr maka run --bundle "$BATS_TEST_TMPDIR/m" vk-oom
   echo "$output / $stderr"
-  [[ "$stderr" == "SANDBOX_BOUNDARY_VIOLATION: container vk-oom was killed: limit oom_kill"*", sandbox killed" ]]
+  [[ "$stderr" == "SANDBOX_BOUNDARY_VIOLATION: container vk-oom was killed: limit oom_kill"*", sandbox killed (empty after "*" ms)" ]]
+  emptied_within_a_second vk-oom "$stderr"
   [[ "$output" != *after* ]]
   assert_nothing_left vk-oom
 }
 
 @test "the timeout (org.maka.timeout) destroys the sandbox: run fails with SANDBOX_TIMEOUT, a detached one records it" {
-  make_bundle "$BATS_TEST_TMPDIR/t" sleep 100
+  make_bundle "$BATS_TEST_TMPDIR/t" sh -c 'sleep 1002 >/dev/null & exec sleep 100'
   update_config "$BATS_TEST_TMPDIR/t" '.annotations = {"org.maka.timeout": "2"}'
   SECONDS=0
   run -137 --separate-stderr maka run --bundle "$BATS_TEST_TMPDIR/t" vt
-  [ "$stderr" = "SANDBOX_TIMEOUT: container vt ran longer than its timeout of 2 s and was killed" ]
+  [[ "$stderr" == "SANDBOX_TIMEOUT: container vt ran longer than its timeout of 2 s and was killed (empty after "*" ms)" ]]
+  emptied_within_a_second vt "$stderr"
   [ "$SECONDS" -lt 60 ]
   assert_nothing_left vt
   # Under deny too: the timeout is never just recorded.
   run_detached "$BATS_FILE_TMPDIR/deny.json" vt-det "$BATS_TEST_TMPDIR/t"
   run violations vt-det
   jq -e 'length == 1 and .[0].type == "limit" and .[0].kind == "timeout" and .[0].limit == 2 and .[0].action == "kill"' <<<"$output"
+  jq -e --argjson v "$output" '.killed.violation == $v[0].time' "$MAKA_ROOT/vt-det/peak.json"
+  within_a_second vt-det "$(jq .killed.emptyAfterMs "$MAKA_ROOT/vt-det/peak.json")"
+  assert_sandbox_gone vt-det
+  run pgrep -fx 'sleep 1002'
+  [ "$status" -eq 1 ]
   maka delete vt-det
   assert_nothing_left vt-det
 }
@@ -193,7 +265,8 @@ violations() {
   make_bundle "$BATS_TEST_TMPDIR/ak" sh -c 'echo before; touch /etc/x; echo after'
   run -137 --separate-stderr maka --policy "$BATS_FILE_TMPDIR/audit-kill.json" run --bundle "$BATS_TEST_TMPDIR/ak" vak
   [ "$output" = before ]
-  [[ "$stderr" == "SANDBOX_BOUNDARY_VIOLATION: container vak was killed: "*" of /etc/x (O_"*") by pid "*" (touch)"* ]]
+  [[ "$stderr" == "SANDBOX_BOUNDARY_VIOLATION: container vak was killed: "*" of /etc/x (O_"*") by pid "*" (touch)"*", sandbox killed (empty after "*" ms)" ]]
+  emptied_within_a_second vak "$stderr"
   assert_nothing_left vak
 }
 
