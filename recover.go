@@ -165,6 +165,12 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 	if err == nil {
 		err = watch.attach(ctr, pid)
 	}
+	if err == nil && mode == modeRun {
+		// As in launch: the process runs once the monitor is attached.
+		if err = ctr.Exec(); err != nil {
+			err = fmt.Errorf("relaunch %s: %w", rec.ID, err)
+		}
+	}
 	if err != nil {
 		watch.abort()
 		destroy(ctr)
