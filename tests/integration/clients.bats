@@ -18,24 +18,6 @@ bats_require_minimum_version 1.5.0
 IMG=localhost/busybox:latest
 RUNTIMES="runc maka"
 
-# doc_block LABEL: the fenced block after the line "file: LABEL" in docs/clients.md.
-doc_block() {
-  awk -v want="file: $1" '
-    $0 == want { found = 1; next }
-    found && /^```/ { if (inblock) exit; inblock = 1; next }
-    inblock { print }' "$MAKA_REPO/docs/clients.md"
-}
-
-# timed LABEL CMD...: run CMD, append "LABEL <ms>" to the times file.
-timed() {
-  local label=$1 start rc=0
-  shift
-  start=$(date +%s%N)
-  "$@" || rc=$?
-  echo "$label $((($(date +%s%N) - start) / 1000000)) ms" >> "$CL_TIMES"
-  return $rc
-}
-
 # pm RUNTIME ARGS...: podman with runc (Debian's) or maka (containers.conf's table).
 pm() {
   local rt=$1
@@ -86,9 +68,9 @@ setup_file() {
     skip "needs podman, containerd and ctr"
   maka_setup_file
   export CL=$BATS_FILE_TMPDIR/clients
-  export CL_TIMES=$MAKA_REPO/build/clients-times.txt
-  mkdir -p "$CL/bin" "$(dirname "$CL_TIMES")"
-  : > "$CL_TIMES"
+  export MAKA_TIMES=$MAKA_REPO/build/clients-times.txt
+  mkdir -p "$CL/bin" "$(dirname "$MAKA_TIMES")"
+  : > "$MAKA_TIMES"
   # maka from the guest's tmpfs, as runc comes from the (cached) root: the
   # shared work tree is read over uncached 9p at every exec.
   cp "$MAKA_BINARY" "$CL/bin/maka"
@@ -101,10 +83,10 @@ setup_file() {
     mountpoint -q "$d" || mount -t tmpfs tmpfs "$d"
   done
   mkdir -p /etc/maka
-  doc_block /etc/maka/policy.json > "$CL/policy.json"
+  doc_block clients.md /etc/maka/policy.json > "$CL/policy.json"
   cp "$CL/policy.json" /etc/maka/policy.json
-  doc_block containers.conf | sed "s#/usr/local/bin/maka#$CL_MAKA#" > "$CL/containers.conf"
-  doc_block config.toml | sed "s#/usr/local/bin/maka#$CL_MAKA#" > "$CL/config.toml"
+  doc_block clients.md containers.conf | sed "s#/usr/local/bin/maka#$CL_MAKA#" > "$CL/containers.conf"
+  doc_block clients.md config.toml | sed "s#/usr/local/bin/maka#$CL_MAKA#" > "$CL/config.toml"
   grep -q "$CL_MAKA" "$CL/containers.conf" && grep -q "$CL_MAKA" "$CL/config.toml"
   export CONTAINERS_CONF=$CL/containers.conf
 

@@ -21,24 +21,6 @@ RUNTIMES="runc maka"
 # The runc v2 shim's runtime root for the CRI plugin's namespace (k8s.io).
 SHIM_ROOT=/run/containerd/runc/k8s.io
 
-# doc_block DOC LABEL: the fenced block after the line "file: LABEL" in docs/DOC.
-doc_block() {
-  awk -v want="file: $2" '
-    $0 == want { found = 1; next }
-    found && /^```/ { if (inblock) exit; inblock = 1; next }
-    inblock { print }' "$MAKA_REPO/docs/$1"
-}
-
-# timed LABEL CMD...: run CMD, append "LABEL <ms>" to the times file.
-timed() {
-  local label=$1 start rc=0
-  shift
-  start=$(date +%s%N)
-  "$@" || rc=$?
-  echo "$label $((($(date +%s%N) - start) / 1000000)) ms" >> "$CR_TIMES"
-  return $rc
-}
-
 # cri RUNTIME ARGS...: crictl against the guest's containerd, timed. The
 # gRPC timeout is generous: a step takes tens of seconds under load.
 cri() {
@@ -154,9 +136,9 @@ setup_file() {
   setup_start=$(date +%s%N)
   maka_setup_file
   export CR=$BATS_FILE_TMPDIR/cri
-  export CR_TIMES=$MAKA_REPO/build/cri-times.txt
-  mkdir -p "$CR/bin" "$(dirname "$CR_TIMES")"
-  : > "$CR_TIMES"
+  export MAKA_TIMES=$MAKA_REPO/build/cri-times.txt
+  mkdir -p "$CR/bin" "$(dirname "$MAKA_TIMES")"
+  : > "$MAKA_TIMES"
   # maka and crictl from the guest's tmpfs: the shared work tree is read over
   # uncached 9p at every exec.
   cp "$MAKA_BINARY" "$CR/bin/maka"
@@ -208,7 +190,7 @@ setup_file() {
   timed "ctr image import" ctr -n k8s.io image import "$CR/images.tar"
   # The CRI plugin answers (it is skipped when its config is wrong).
   cri - version
-  echo "setup_file $((($(date +%s%N) - setup_start) / 1000000)) ms" >> "$CR_TIMES"
+  echo "setup_file $((($(date +%s%N) - setup_start) / 1000000)) ms" >> "$MAKA_TIMES"
 }
 
 teardown_file() {
@@ -233,7 +215,7 @@ teardown_file() {
   rmdir /sys/fs/cgroup/kubepods/pod-demo-uid-* /sys/fs/cgroup/kubepods 2>/dev/null || true
   [ ! -e "$CR/made-opt-cni" ] || rm -f /opt/cni/bin
   maka_teardown_file
-  echo "teardown_file $((($(date +%s%N) - start) / 1000000)) ms" >> "$CR_TIMES"
+  echo "teardown_file $((($(date +%s%N) - start) / 1000000)) ms" >> "$MAKA_TIMES"
 }
 
 teardown() {

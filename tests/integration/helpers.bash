@@ -422,3 +422,22 @@ maka_io() {
   cat "$log"
   return $rc
 }
+
+# doc_block DOC LABEL: the fenced block after the line "file: LABEL" in
+# docs/DOC (the client tests take their configuration from the docs).
+doc_block() {
+  awk -v want="file: $2" '
+    $0 == want { found = 1; next }
+    found && /^```/ { if (inblock) exit; inblock = 1; next }
+    inblock { print }' "$MAKA_REPO/docs/$1"
+}
+
+# timed LABEL CMD...: run CMD, append "LABEL <ms>" to the file $MAKA_TIMES.
+timed() {
+  local label=$1 start rc=0
+  shift
+  start=$(date +%s%N)
+  "$@" || rc=$?
+  echo "$label $((($(date +%s%N) - start) / 1000000)) ms" >> "$MAKA_TIMES"
+  return $rc
+}
