@@ -37,6 +37,10 @@ type Policy struct {
 	Hooks bool `json:"hooks"`
 	// WritableRootfs: whether root.readonly may be false.
 	WritableRootfs bool `json:"writableRootfs"`
+	// CgroupParents are the cgroup v2 directories (relative to the cgroup
+	// mount) under which config.json's linux.cgroupsPath may place a
+	// sandbox; without one it goes to /maka/<id>, a parent maka owns.
+	CgroupParents []string `json:"cgroupParents"`
 	// DefaultLimits apply where config.json is silent; MaxLimits are ceilings.
 	DefaultLimits Limits `json:"defaultLimits"`
 	MaxLimits     Limits `json:"maxLimits"`
@@ -100,6 +104,7 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 			NetworkModes:  []string{NetworkClosed},
 			Devices:       []string{},
 			Sysctls:       []string{},
+			CgroupParents: []string{"/maka"},
 			DefaultLimits: defaultLimits,
 			MaxLimits:     Limits{Memory: 4 * gib, Swap: 0, Pids: 1024, Cpus: 4, TmpfsSize: gib, Timeout: 3600},
 			OnViolation:   "kill",
@@ -122,6 +127,9 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 			Sysctls:        []string{"net.ipv4.ping_group_range", "net.ipv4.ip_unprivileged_port_start", "net.ipv4.ip_local_port_range", "net.ipv4.tcp_syncookies", "kernel.shm_rmid_forced"},
 			Hooks:          true,
 			WritableRootfs: true,
+			// Where Podman (cgroupfs manager), containerd (its namespaces)
+			// and the CRI (kubelet's cgroupfs driver) put containers.
+			CgroupParents: []string{"/maka", "/libpod_parent", "/machine.slice", "/default", "/k8s.io", "/kubepods", "/kubepods.slice"},
 			DefaultLimits:  baselineDefaultLimits,
 			MaxLimits:      Limits{Memory: 64 * gib, Swap: -1, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
 			OnViolation:    "deny",
@@ -140,6 +148,7 @@ type policyFile struct {
 	Sysctls        *[]string   `json:"sysctls"`
 	Hooks          *bool       `json:"hooks"`
 	WritableRootfs *bool       `json:"writableRootfs"`
+	CgroupParents  *[]string   `json:"cgroupParents"`
 	DefaultLimits  *Limits     `json:"defaultLimits"`
 	MaxLimits      *Limits     `json:"maxLimits"`
 	OnViolation    *string     `json:"onViolation"`
@@ -202,6 +211,9 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	}
 	if f.WritableRootfs != nil {
 		p.WritableRootfs = *f.WritableRootfs
+	}
+	if f.CgroupParents != nil {
+		p.CgroupParents = *f.CgroupParents
 	}
 	if f.DefaultLimits != nil {
 		p.DefaultLimits = *f.DefaultLimits
