@@ -130,9 +130,9 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 			// Where Podman (cgroupfs manager), containerd (its namespaces)
 			// and the CRI (kubelet's cgroupfs driver) put containers.
 			CgroupParents: []string{"/maka", "/libpod_parent", "/machine.slice", "/default", "/k8s.io", "/kubepods", "/kubepods.slice"},
-			DefaultLimits:  baselineDefaultLimits,
-			MaxLimits:      Limits{Memory: 64 * gib, Swap: -1, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
-			OnViolation:    "deny",
+			DefaultLimits: baselineDefaultLimits,
+			MaxLimits:     Limits{Memory: 64 * gib, Swap: -1, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
+			OnViolation:   "deny",
 		}, nil
 	}
 	return nil, fmt.Errorf("profile: unknown profile %q (want %s or %s)", profile, ProfileRestricted, ProfileBaseline)
