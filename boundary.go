@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -50,6 +52,24 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
+		if verdict.Allowed {
+			// What create checks on the host too (the root and bind
+			// sources resolved, maka's own state, the host's namespaces).
+			dir, err := filepath.Abs(bundle)
+			if err != nil {
+				return err
+			}
+			eff, err := specconv.EffectivePolicy(spec, policy)
+			if err != nil {
+				return err
+			}
+			var rejected *specconv.RejectedError
+			if err := checkHost(c, b, eff, dir); errors.As(err, &rejected) {
+				verdict = rejected.Verdict
+			} else if err != nil {
+				return err
+			}
+		}
 		if format == "json" {
 			err = printJSON(struct {
 				*libmaka.Boundary
@@ -71,6 +91,14 @@ EXAMPLE:
 // loadPolicy reads --policy, or /etc/maka/policy.json, or the restricted default.
 func loadPolicy(c *cli.Context) (*libmaka.Policy, error) {
 	return libmaka.LoadPolicy(c.String("policy"))
+}
+
+// orUnlimited is s, or "unlimited" when the limit n is 0 (none).
+func orUnlimited(n int64, s string) string {
+	if n <= 0 {
+		return "unlimited"
+	}
+	return s
 }
 
 func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
@@ -102,7 +130,14 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 	if l.Swap < 0 {
 		swap = "unlimited"
 	}
-	row("limits", "memory %s, swap %s, pids %d, cpus %g, tmpfs %s, timeout %ds", libmaka.FormatSize(l.Memory), swap, l.Pids, l.Cpus, libmaka.FormatSize(l.TmpfsSize), l.Timeout)
+	row("limits", "memory %s, swap %s, pids %s, cpus %s, tmpfs %s, timeout %s",
+		orUnlimited(l.Memory, libmaka.FormatSize(l.Memory)), swap, orUnlimited(l.Pids, fmt.Sprint(l.Pids)),
+		orUnlimited(int64(l.Cpus*1e6), fmt.Sprint(l.Cpus)), libmaka.FormatSize(l.TmpfsSize), orUnlimited(l.Timeout, fmt.Sprintf("%ds", l.Timeout)))
+	cg := b.Cgroup.Path
+	if cg == "" {
+		cg = specconv.DefaultCgroupParent + "/<id>"
+	}
+	row("cgroup", "%s", cg)
 	row("process", "%s (cwd %s, uid %d, gid %d)", strings.Join(b.Process.Args, " "), b.Process.Cwd, b.Process.UID, b.Process.GID)
 	caps := strings.Join(b.Process.Capabilities, " ")
 	if caps == "" {
@@ -119,7 +154,9 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		ns = append(ns, s)
 	}
 	row("namespaces", "%s", strings.Join(ns, " "))
-	row("syscalls", "%s", b.Syscalls.Profile)
+	sc := b.Syscalls
+	source := map[string]string{"default": "maka's allowlist", "config": "maka's allowlist narrowed by config.json's", "none": "none"}[sc.Profile]
+	row("syscalls", "%s: %d allowed, %d watched, %d denied (default %s)", source, sc.Allowed, sc.Watched, sc.Denied, sc.DefaultAction)
 	if v.Allowed {
 		row("verdict", "allowed by profile %s", v.Profile)
 	} else {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,12 +30,15 @@ func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boun
 	if policy, err = specconv.EffectivePolicy(spec, policy); err != nil {
 		return nil, nil, nil, err
 	}
-	rootfs := b.Spec.Root.Path
-	if !filepath.IsAbs(rootfs) {
-		rootfs, err = filepath.Abs(rootfs)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("root.path: %w", err)
-		}
+	bundle, err := os.Getwd()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkHost(c, b, policy, bundle); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := specconv.Place(b, policy, id); err != nil {
+		return nil, nil, nil, err
 	}
 	// A read-only root is the trusted root: never written, so every mount
 	// point must already be there. A writable root (allowed by the policy,
@@ -42,13 +46,13 @@ func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boun
 	// container's own to write: libcontainer creates missing mount points in
 	// it, inside the root, as runc does (Podman binds /run/.containerenv,
 	// which no image has).
-	if b.Spec.Root.Readonly {
-		dests, fields := mountpointsInRoot(b.Spec)
-		if err := libmaka.CheckMountpoints(rootfs, dests, fields); err != nil {
+	if b.Rootfs.Readonly {
+		dests, fields := mountpointsInRoot(b)
+		if err := libmaka.CheckMountpoints(b.Rootfs.Path, dests, fields); err != nil {
 			return nil, nil, nil, err
 		}
 	}
-	conv, err := specconv.ToLibcontainer(b.Spec, specconv.Options{
+	conv, err := specconv.ToLibcontainer(b, specconv.Options{
 		ID:           id,
 		NoPivotRoot:  c.Bool("no-pivot"),
 		NoNewKeyring: c.Bool("no-new-keyring"),
@@ -59,6 +63,21 @@ func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boun
 	return b, policy, conv, nil
 }
 
+// checkHost runs the checks that read the host (specconv.CheckHost) with
+// maka's own --root and state dir as paths no sandbox may have.
+func checkHost(c *cli.Context, b *libmaka.Boundary, policy *libmaka.Policy, bundle string) error {
+	var never []string
+	for _, flag := range []string{"root", "state-dir"} {
+		if p, err := filepath.Abs(c.String(flag)); err == nil {
+			never = append(never, p)
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				never = append(never, r)
+			}
+		}
+	}
+	return specconv.CheckHost(b, policy, bundle, never)
+}
+
 // filesystemMounts provide their own directories: a destination below one
 // of them is created there, not in the root.
 var filesystemMounts = []string{"tmpfs", "proc", "sysfs", "devpts", "mqueue", "cgroup", "cgroup2"}
@@ -66,7 +85,7 @@ var filesystemMounts = []string{"tmpfs", "proc", "sysfs", "devpts", "mqueue", "c
 // mountpointsInRoot lists the paths that must already exist in the root
 // filesystem: mount destinations and the process's cwd, except those below
 // an earlier mount that provides them.
-func mountpointsInRoot(s *specs.Spec) (dests, fields []string) {
+func mountpointsInRoot(b *libmaka.Boundary) (dests, fields []string) {
 	var provided []string
 	below := func(p string) bool {
 		for _, d := range provided {
@@ -76,7 +95,7 @@ func mountpointsInRoot(s *specs.Spec) (dests, fields []string) {
 		}
 		return false
 	}
-	for i, m := range s.Mounts {
+	for i, m := range b.Mounts {
 		d := filepath.Clean("/" + m.Destination)
 		if !below(d) {
 			dests = append(dests, d)
@@ -86,7 +105,7 @@ func mountpointsInRoot(s *specs.Spec) (dests, fields []string) {
 			provided = append(provided, d)
 		}
 	}
-	if cwd := filepath.Clean("/" + s.Process.Cwd); !below(cwd) {
+	if cwd := filepath.Clean("/" + b.Process.Cwd); !below(cwd) {
 		dests = append(dests, cwd)
 		fields = append(fields, "process.cwd")
 	}

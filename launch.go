@@ -75,7 +75,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	process, err := specconv.NewProcess(boundary.Spec.Process, true)
+	process, err := specconv.NewProcess(specconv.ProcessOf(boundary), true)
 	if err != nil {
 		return 1, err
 	}
@@ -111,7 +111,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	watchListenerPath(rt, id, conv.Config)
 	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
 		Poststart: conv.Poststart,
-		Process:   boundary.Spec.Process,
+		Process:   specconv.ProcessOf(boundary),
 		Boundary:  boundary,
 		Policy:    policy,
 	}, bundle, libmaka.LaunchOptions{NoPivot: c.Bool("no-pivot"), NoNewKeyring: c.Bool("no-new-keyring")})

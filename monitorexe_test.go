@@ -76,3 +76,46 @@ func TestMonitorExecutableWithoutAnEmbeddedMonitorIsMakaItself(t *testing.T) {
 		t.Fatalf("%s, %v: want %s", got, err, self)
 	}
 }
+
+// A file planted under the monitor's name (as a sandbox with a writable
+// bind of the state root could) is never run: only the build's content,
+// mode 0500 and one link are trusted; anything else is replaced.
+func TestMonitorExecutableReplacesAPlantedFile(t *testing.T) {
+	prog := []byte("#!/bin/sh\necho monitor\n")
+	withEmbeddedMonitor(t, prog, "")
+	root := t.TempDir()
+	path, err := monitorExecutable(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, plant := range map[string]func() error{
+		"other content": func() error { return os.WriteFile(path, []byte("#!/bin/sh\nevil\n"), 0o500) },
+		"group-writable": func() error {
+			if err := os.WriteFile(path, prog, 0o500); err != nil {
+				return err
+			}
+			return os.Chmod(path, 0o570)
+		},
+		"hard link": func() error {
+			if err := os.WriteFile(path, prog, 0o500); err != nil {
+				return err
+			}
+			return os.Link(path, filepath.Join(root, "extra"))
+		},
+	} {
+		os.Remove(path)
+		os.Remove(filepath.Join(root, "extra"))
+		if err := plant(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := monitorExecutable(root)
+		if err != nil || got != path {
+			t.Fatalf("%s: %s, %v", name, got, err)
+		}
+		content, _ := os.ReadFile(path)
+		fi, _ := os.Stat(path)
+		if !bytes.Equal(content, prog) || fi.Mode().Perm() != 0o500 || !trustedMonitor(path, strings.TrimSpace(embeddedMonitorDigest)) {
+			t.Errorf("%s: the planted file was kept (content %q, mode %v)", name, content, fi.Mode().Perm())
+		}
+	}
+}

@@ -98,20 +98,13 @@ func printRecoveryTable(results []libmaka.RecoveryResult) error {
 // is started again. Its stdio is /dev/null.
 func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.ContainerRecord) (libmaka.Status, error) {
 	b := rec.Boundary
-	if b.Spec == nil || b.Spec.Process == nil {
-		return "", errors.New("the record has no compiled spec")
-	}
-	if b.Spec.Process.Terminal {
+	if b.Process.Terminal {
 		return "", errors.New("its process needs a terminal: a relaunch has no console socket to hand it to")
 	}
 	if err := checkHostSupportRelaunch(); err != nil {
 		return "", err
 	}
-	// A relative root.path is relative to the bundle.
-	if err := os.Chdir(rec.Bundle); err != nil {
-		return "", fmt.Errorf("bundle %s: %w", rec.Bundle, err)
-	}
-	conv, err := specconv.ToLibcontainer(b.Spec, specconv.Options{
+	conv, err := specconv.ToLibcontainer(b, specconv.Options{
 		ID:           rec.ID,
 		NoPivotRoot:  rec.Options.NoPivot,
 		NoNewKeyring: rec.Options.NoNewKeyring,
@@ -119,7 +112,7 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 	if err != nil {
 		return "", err
 	}
-	process, err := specconv.NewProcess(b.Spec.Process, true)
+	process, err := specconv.NewProcess(specconv.ProcessOf(b), true)
 	if err != nil {
 		return "", err
 	}
@@ -140,7 +133,7 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 	watchListenerPath(rt, rec.ID, conv.Config)
 	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
 		Poststart: conv.Poststart,
-		Process:   b.Spec.Process,
+		Process:   specconv.ProcessOf(b),
 		Boundary:  b,
 		Policy:    rec.Policy,
 	}, rec.Bundle, rec.Options)

@@ -12,10 +12,12 @@ import (
 // one, Policy.Check validates it, and everything that enforces it is
 // derived from it; nothing after ToBoundary reads config.json again.
 //
-// The summary fields are what a person reads (`maka boundary`); Spec is the
-// normalised OCI document that enforcement is built from: config.json with
-// the profile's defaults applied. Both are produced together by ToBoundary,
-// so they cannot disagree.
+// The summary fields (profile to syscalls) are what a person reads (`maka
+// boundary`); the fields after them are the rest of what is applied, each
+// one checked against the policy. specconv.ToLibcontainer builds the
+// kernel's configuration from a Boundary alone: a config.json field that
+// has no place here cannot reach the kernel (docs/contract.md classifies
+// every field of runtime-spec's Spec).
 type Boundary struct {
 	Profile    string          `json:"profile"`
 	Rootfs     Rootfs          `json:"rootfs"`
@@ -26,8 +28,50 @@ type Boundary struct {
 	Process    Process         `json:"process"`
 	Namespaces []Namespace     `json:"namespaces"`
 	Syscalls   Syscalls        `json:"syscalls"`
-	// Spec is the normalised config.json enforcement is derived from.
-	Spec *specs.Spec `json:"spec,omitempty"`
+
+	// Mounts are every mount, in order, with the options applied (the
+	// floors and defaults included).
+	Mounts     []specs.Mount `json:"mounts"`
+	Hostname   string        `json:"hostname,omitempty"`
+	Domainname string        `json:"domainname,omitempty"`
+	// Cgroup is where the sandbox's cgroup is and what, beyond Limits,
+	// is written to it.
+	Cgroup Cgroup `json:"cgroup"`
+	// Seccomp is the filter applied: maka's, or its intersection with
+	// config.json's.
+	Seccomp       *specs.LinuxSeccomp `json:"seccomp,omitempty"`
+	MaskedPaths   []string            `json:"maskedPaths"`
+	ReadonlyPaths []string            `json:"readonlyPaths"`
+	Sysctl        map[string]string   `json:"sysctl,omitempty"`
+	// Devices are the device nodes created beyond the standard ones.
+	Devices           []specs.LinuxDevice    `json:"devices,omitempty"`
+	UIDMappings       []specs.LinuxIDMapping `json:"uidMappings,omitempty"`
+	GIDMappings       []specs.LinuxIDMapping `json:"gidMappings,omitempty"`
+	RootfsPropagation string                 `json:"rootfsPropagation,omitempty"`
+	MountLabel        string                 `json:"mountLabel,omitempty"`
+	// Hooks run on the host (only when the policy allows hooks).
+	Hooks       *specs.Hooks      `json:"hooks,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// Cgroup is the sandbox's cgroup: its path below the cgroup v2 mount and
+// the values written there besides Limits (which alone set memory, swap,
+// pids and the CPU quota). Each is one that can only narrow what the
+// sandbox gets, or is bounded by the policy.
+type Cgroup struct {
+	Path      string `json:"path"`
+	CPUPeriod uint64 `json:"cpuPeriod"`
+	// CPUShares is the relative weight (cpu.weight on cgroup v2).
+	CPUShares         *uint64                    `json:"cpuShares,omitempty"`
+	CPUIdle           *int64                     `json:"cpuIdle,omitempty"`
+	Cpus              string                     `json:"cpus,omitempty"`
+	Mems              string                     `json:"mems,omitempty"`
+	MemoryReservation *int64                     `json:"memoryReservation,omitempty"`
+	BlockIO           *specs.LinuxBlockIO        `json:"blockIO,omitempty"`
+	HugepageLimits    []specs.LinuxHugepageLimit `json:"hugepageLimits,omitempty"`
+	Rdma              map[string]specs.LinuxRdma `json:"rdma,omitempty"`
+	// Devices are the device cgroup rules, checked against the policy.
+	Devices []specs.LinuxDeviceCgroup `json:"devices,omitempty"`
 }
 
 // Rootfs is the trusted runtime root.
@@ -86,6 +130,19 @@ type Process struct {
 	NoNewPrivileges bool     `json:"noNewPrivileges"`
 	Terminal        bool     `json:"terminal"`
 	NewSession      bool     `json:"newSession"`
+
+	// The rest of the process as applied; each value was checked.
+	CapabilitySets  *specs.LinuxCapabilities `json:"capabilitySets,omitempty"`
+	AdditionalGids  []uint32                 `json:"additionalGids,omitempty"`
+	Umask           *uint32                  `json:"umask,omitempty"`
+	Rlimits         []specs.POSIXRlimit      `json:"rlimits,omitempty"`
+	ConsoleSize     *specs.Box               `json:"consoleSize,omitempty"`
+	ApparmorProfile string                   `json:"apparmorProfile,omitempty"`
+	SelinuxLabel    string                   `json:"selinuxLabel,omitempty"`
+	OOMScoreAdj     *int                     `json:"oomScoreAdj,omitempty"`
+	Scheduler       *specs.Scheduler         `json:"scheduler,omitempty"`
+	IOPriority      *specs.LinuxIOPriority   `json:"ioPriority,omitempty"`
+	ExecCPUAffinity *specs.CPUAffinity       `json:"execCPUAffinity,omitempty"`
 }
 
 // Namespace is one namespace of the sandbox: private (Path empty) or joined.
@@ -96,9 +153,11 @@ type Namespace struct {
 
 // Syscalls summarises the seccomp profile.
 type Syscalls struct {
-	Profile       string `json:"profile"` // "config" (from config.json), "default" (maka's) or "none"
+	Profile       string `json:"profile"` // "default" (maka's) or "config" (maka's narrowed by config.json's)
 	DefaultAction string `json:"defaultAction,omitempty"`
-	Denied        int    `json:"denied"` // number of syscall names not allowed
+	Allowed       int    `json:"allowed"` // syscall names allowed
+	Watched       int    `json:"watched"` // names handed to the monitor
+	Denied        int    `json:"denied"`  // names refused
 }
 
 // FormatSize prints a byte count the way people read limits: GiB, MiB or

@@ -3,7 +3,9 @@ package specconv
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -66,12 +68,17 @@ var (
 	defaultMaskedPaths = []string{
 		"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware", "/proc/scsi",
+		"/sys/devices/virtual/powercap",
 	}
 	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 	// Devices every container has (libcontainer creates them anyway).
 	standardDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/console"}
 	// Namespaces that must be private (network is governed by the network mode).
 	mandatoryNamespaces = []specs.LinuxNamespaceType{specs.PIDNamespace, specs.MountNamespace, specs.IPCNamespace, specs.UTSNamespace}
+	// Namespaces maka can make or join (no time namespace: its offsets
+	// are not supported).
+	knownNamespaces = []specs.LinuxNamespaceType{specs.PIDNamespace, specs.NetworkNamespace, specs.MountNamespace,
+		specs.IPCNamespace, specs.UTSNamespace, specs.UserNamespace, specs.CgroupNamespace}
 	// Filesystems mounted by the runtime for the container's own view.
 	systemMountTypes = []string{"proc", "sysfs", "devpts", "mqueue", "cgroup", "cgroup2"}
 	capSets          = []string{"bounding", "effective", "permitted", "inheritable", "ambient"}
@@ -116,6 +123,10 @@ func compile(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, Verdi
 		return nil, Verdict{}, err
 	}
 	c.spec = ns
+	// What maka does not model is refused, never passed through.
+	refuseUnmodelled(reflect.ValueOf(spec), "", "", func(field, note string) {
+		c.reject(field, "", "maka does not apply this field: %s", note)
+	})
 	c.run()
 	v := Verdict{Allowed: len(c.items) == 0, Profile: policy.Profile, Items: c.items}
 	if v.Items == nil {
@@ -184,6 +195,7 @@ func (c *checker) run() {
 	c.checkNamespaces()
 	c.checkMounts()
 	c.checkLimits()
+	c.checkCgroup()
 	c.checkLinux()
 	c.checkHooks()
 	c.checkTimeout()
@@ -221,6 +233,7 @@ func (c *checker) checkProcess() {
 		// Tightening needs no permission: restricted always sets no_new_privs.
 		p.NoNewPrivileges = true
 	}
+	c.checkPriorities(p)
 }
 
 // CheckExec holds a process to be exec'd into a container to the policy the
@@ -239,9 +252,20 @@ func (c *checker) checkNamespaces() {
 	l := c.spec.Linux
 	have := map[specs.LinuxNamespaceType]int{}
 	for i, n := range l.Namespaces {
-		have[n.Type] = i
 		field := fmt.Sprintf("linux.namespaces[%d]", i)
+		if !slices.Contains(knownNamespaces, n.Type) {
+			c.reject(field+".type", "", "%q is not a namespace maka supports (%s)", n.Type, joinTypes(knownNamespaces))
+			continue
+		}
+		if _, dup := have[n.Type]; dup {
+			c.reject(field+".type", "", "the %s namespace is listed twice", n.Type)
+		}
+		have[n.Type] = i
 		if n.Path == "" {
+			continue
+		}
+		if !filepath.IsAbs(n.Path) {
+			c.reject(field+".path", "", "%q is not an absolute path", n.Path)
 			continue
 		}
 		switch n.Type {
@@ -283,6 +307,7 @@ func (c *checker) checkMounts() {
 		case m.Type == "tmpfs":
 			c.sizeTmpfs(field, m)
 		case slices.Contains(systemMountTypes, m.Type):
+			c.checkSystemMount(field, m)
 		default:
 			c.reject(field+".type", "", "a %q mount is not allowed (only binds, tmpfs and the system filesystems %s)", m.Type, strings.Join(systemMountTypes, ", "))
 		}
@@ -337,34 +362,83 @@ func isSensitive(p *libmaka.Policy, path string) bool {
 	return probe.BindRule(path) == ""
 }
 
-// sizeTmpfs gives a tmpfs without a size the profile's default, and
-// refuses one above the largest.
-func (c *checker) sizeTmpfs(field string, m *specs.Mount) {
-	if filepath.Clean(m.Destination) == "/dev" {
-		return // the device directory, a few KiB of nodes
-	}
-	max := c.policy.MaxLimits.TmpfsSize
-	// The kernel takes the last size= option: so does the check.
-	last := -1
-	for j, o := range m.Options {
-		if strings.HasPrefix(o, "size=") {
-			last = j
-		}
-	}
-	if last >= 0 {
-		v := strings.TrimPrefix(m.Options[last], "size=")
-		size, err := parseSize(v)
-		if err != nil {
-			c.reject(fmt.Sprintf("%s.options[%d]", field, last), "", "tmpfs size %q: %v", v, err)
-			return
-		}
-		if max > 0 && size > max {
-			c.reject(fmt.Sprintf("%s.options[%d]", field, last), fmt.Sprintf(`"maxLimits": {"tmpfsSize": %d}`, size),
-				"a tmpfs of %s at %s exceeds the largest allowed by %s (%s)", libmaka.FormatSize(size), m.Destination, c.profile(), libmaka.FormatSize(max))
-		}
+// systemMountPlaces is where each system filesystem may be mounted: a
+// second procfs or sysfs elsewhere would have none of the masked and
+// read-only paths.
+var systemMountPlaces = map[string]string{
+	"proc": "/proc", "sysfs": "/sys", "devpts": "/dev/pts", "mqueue": "/dev/mqueue",
+	"cgroup": "/sys/fs/cgroup", "cgroup2": "/sys/fs/cgroup",
+}
+
+// checkSystemMount keeps each system filesystem at its own place, and /sys
+// and /sys/fs/cgroup read-only under every profile (a floor: the host's
+// kernel settings live there, and files owned by root are writable by the
+// sandbox's root whatever its capabilities).
+func (c *checker) checkSystemMount(field string, m *specs.Mount) {
+	place := systemMountPlaces[m.Type]
+	if filepath.Clean(m.Destination) != place {
+		c.reject(field+".destination", "", "a %s filesystem may only be mounted at %s, not %s", m.Type, place, m.Destination)
 		return
 	}
-	m.Options = append(m.Options, "size="+strconv.FormatInt(c.policy.DefaultLimits.TmpfsSize, 10))
+	if m.Type == "sysfs" || m.Type == "cgroup" || m.Type == "cgroup2" {
+		m.Options = slices.DeleteFunc(m.Options, func(o string) bool { return o == "rw" || o == "ro" })
+		m.Options = append(m.Options, "ro")
+	}
+}
+
+// pageSize is the unit of tmpfs's nr_blocks.
+const pageSize = 4096
+
+// maxTmpfsInodes bounds nr_inodes: each inode is kernel memory.
+const maxTmpfsInodes = 1 << 20
+
+// sizeTmpfs gives a tmpfs without a size the profile's default, and
+// refuses one above the largest. size= and nr_blocks= both set the size
+// (the kernel takes the last one); nr_inodes= is bounded too, and 0 (no
+// limit) is refused for either.
+func (c *checker) sizeTmpfs(field string, m *specs.Mount) {
+	if filepath.Clean(m.Destination) == "/dev" {
+		// The device directory, a few KiB of nodes: bounded all the same.
+		if !slices.ContainsFunc(m.Options, func(o string) bool { return strings.HasPrefix(o, "size=") || strings.HasPrefix(o, "nr_blocks=") }) {
+			m.Options = append(m.Options, "size=65536k")
+		}
+	}
+	max := c.policy.MaxLimits.TmpfsSize
+	last, size := -1, int64(0)
+	for j, o := range m.Options {
+		opt := fmt.Sprintf("%s.options[%d]", field, j)
+		k, v, _ := strings.Cut(o, "=")
+		switch k {
+		case "size":
+			n, err := parseSize(v)
+			if err != nil {
+				c.reject(opt, "", "tmpfs size %q: %v", v, err)
+				return
+			}
+			last, size = j, n
+		case "nr_blocks":
+			n, err := parseSize(v)
+			if err != nil || n > (1<<62)/pageSize {
+				c.reject(opt, "", "tmpfs nr_blocks %q: not a positive number of blocks", v)
+				return
+			}
+			last, size = j, n*pageSize
+		case "nr_inodes":
+			n, err := parseSize(v)
+			if err != nil || n > maxTmpfsInodes {
+				c.reject(opt, "", "tmpfs nr_inodes %q: must be between 1 and %d", v, maxTmpfsInodes)
+				return
+			}
+		}
+	}
+	if last < 0 {
+		m.Options = append(m.Options, "size="+strconv.FormatInt(c.policy.DefaultLimits.TmpfsSize, 10))
+		return
+	}
+	if max > 0 && size > max {
+		c.reject(fmt.Sprintf("%s.options[%d]", field, last), fmt.Sprintf(`"maxLimits": {"tmpfsSize": %d}`, size),
+			"a tmpfs of %s at %s exceeds the largest allowed by %s (%s)", libmaka.FormatSize(size), m.Destination, c.profile(), libmaka.FormatSize(max))
+	}
 }
 
 // parseSize parses tmpfs sizes: bytes, or with a k, m or g suffix.
@@ -397,59 +471,205 @@ func (c *checker) checkLimits() {
 		l.Resources = &specs.LinuxResources{}
 	}
 	r := l.Resources
-	def, max := c.policy.DefaultLimits, c.policy.MaxLimits
 	if r.Memory == nil {
 		r.Memory = &specs.LinuxMemory{}
 	}
+	if r.Pids == nil {
+		r.Pids = &specs.LinuxPids{}
+	}
+	if r.CPU == nil {
+		r.CPU = &specs.LinuxCPU{}
+	}
+	// Where each value came from, for the items that name it.
+	f := limitFields{
+		memory: "linux.resources.memory.limit", swap: "linux.resources.memory.swap",
+		pids: "linux.resources.pids.limit", quota: "linux.resources.cpu.quota", period: "linux.resources.cpu.period",
+	}
+	c.foldUnified(r, &f)
+	def, max := c.policy.DefaultLimits, c.policy.MaxLimits
 	switch {
-	case r.Memory.Limit == nil || *r.Memory.Limit <= 0:
+	case r.Memory.Limit == nil || *r.Memory.Limit == 0:
 		v := def.Memory
 		r.Memory.Limit = &v
+	case *r.Memory.Limit < 0 && max.Memory > 0:
+		c.reject(f.memory, fmt.Sprintf(`"maxLimits": {"memory": 0}`),
+			"unlimited memory is not allowed by %s (largest: %s)", c.profile(), libmaka.FormatSize(max.Memory))
 	case max.Memory > 0 && *r.Memory.Limit > max.Memory:
-		c.reject("linux.resources.memory.limit", fmt.Sprintf(`"maxLimits": {"memory": %d}`, *r.Memory.Limit),
+		c.reject(f.memory, fmt.Sprintf(`"maxLimits": {"memory": %d}`, *r.Memory.Limit),
 			"%s exceeds the largest memory allowed by %s (%s)", libmaka.FormatSize(*r.Memory.Limit), c.profile(), libmaka.FormatSize(max.Memory))
 	}
 	mem := *r.Memory.Limit
-	// OCI's swap is memory+swap; the contract's is the swap alone.
-	switch {
-	case r.Memory.Swap == nil:
+	if mem < 0 {
+		mem = 0 // unlimited (allowed: the policy has no ceiling)
+		r.Memory.Limit = &mem
+	}
+	// OCI's swap is memory+swap; the contract's is the swap alone. 0 is
+	// "not set", as runc reads it.
+	switch sw := r.Memory.Swap; {
+	case mem == 0:
+		v := int64(-1) // no memory limit: swap cannot be bounded apart from it
+		if sw != nil && *sw > 0 {
+			c.reject(f.swap, "", "a swap limit needs a memory limit")
+		}
+		r.Memory.Swap = &v
+	case sw == nil || *sw == 0:
 		v := mem + def.Swap
 		if def.Swap < 0 {
 			v = -1
 		}
 		r.Memory.Swap = &v
-	case *r.Memory.Swap == -1 && max.Swap >= 0:
-		c.reject("linux.resources.memory.swap", `"maxLimits": {"swap": -1}`, "unlimited swap is not allowed by %s (largest: %s)", c.profile(), libmaka.FormatSize(max.Swap))
-	case *r.Memory.Swap >= 0 && *r.Memory.Swap-mem > max.Swap && max.Swap >= 0:
-		c.reject("linux.resources.memory.swap", fmt.Sprintf(`"maxLimits": {"swap": %d}`, *r.Memory.Swap-mem),
-			"%s of swap exceeds the largest allowed by %s (%s)", libmaka.FormatSize(*r.Memory.Swap-mem), c.profile(), libmaka.FormatSize(max.Swap))
+	case *sw == -1 && max.Swap >= 0:
+		c.reject(f.swap, `"maxLimits": {"swap": -1}`, "unlimited swap is not allowed by %s (largest: %s)", c.profile(), libmaka.FormatSize(max.Swap))
+	case *sw < -1 || (*sw >= 0 && *sw < mem):
+		c.reject(f.swap, "", "%d is less than the memory limit %d: OCI's swap is memory plus swap", *sw, mem)
+	case *sw > 0 && max.Swap >= 0 && *sw-mem > max.Swap:
+		c.reject(f.swap, fmt.Sprintf(`"maxLimits": {"swap": %d}`, *sw-mem),
+			"%s of swap exceeds the largest allowed by %s (%s)", libmaka.FormatSize(*sw-mem), c.profile(), libmaka.FormatSize(max.Swap))
 	}
-	if r.Pids == nil {
-		r.Pids = &specs.LinuxPids{}
+	if res := r.Memory.Reservation; res != nil && (*res < 0 || (mem > 0 && *res > mem)) {
+		c.reject("linux.resources.memory.reservation", "", "%d must be between 0 and the memory limit", *res)
 	}
 	switch {
-	case r.Pids.Limit == nil || *r.Pids.Limit <= 0:
+	case r.Pids.Limit == nil || *r.Pids.Limit == 0:
 		v := def.Pids
 		r.Pids.Limit = &v
+	case *r.Pids.Limit < 0 && max.Pids > 0:
+		c.reject(f.pids, `"maxLimits": {"pids": 0}`, "unlimited pids are not allowed by %s (largest: %d)", c.profile(), max.Pids)
 	case max.Pids > 0 && *r.Pids.Limit > max.Pids:
-		c.reject("linux.resources.pids.limit", fmt.Sprintf(`"maxLimits": {"pids": %d}`, *r.Pids.Limit),
+		c.reject(f.pids, fmt.Sprintf(`"maxLimits": {"pids": %d}`, *r.Pids.Limit),
 			"%d pids exceed the largest allowed by %s (%d)", *r.Pids.Limit, c.profile(), max.Pids)
 	}
-	if r.CPU == nil {
-		r.CPU = &specs.LinuxCPU{}
-	}
-	if r.CPU.Period == nil || *r.CPU.Period == 0 {
-		p := uint64(defaultCPUPeriod)
-		r.CPU.Period = &p
+	if *r.Pids.Limit < 0 {
+		v := int64(0)
+		r.Pids.Limit = &v
 	}
 	switch {
-	case r.CPU.Quota == nil || *r.CPU.Quota <= 0:
-		q := int64(def.Cpus * float64(*r.CPU.Period))
-		r.CPU.Quota = &q
-	case max.Cpus > 0 && float64(*r.CPU.Quota)/float64(*r.CPU.Period) > max.Cpus:
-		c.reject("linux.resources.cpu.quota", fmt.Sprintf(`"maxLimits": {"cpus": %g}`, float64(*r.CPU.Quota)/float64(*r.CPU.Period)),
-			"%g CPUs exceed the largest allowed by %s (%g)", float64(*r.CPU.Quota)/float64(*r.CPU.Period), c.profile(), max.Cpus)
+	case r.CPU.Period == nil || *r.CPU.Period == 0:
+		p := uint64(defaultCPUPeriod)
+		r.CPU.Period = &p
+	case *r.CPU.Period < 1000 || *r.CPU.Period > 1000000:
+		c.reject(f.period, "", "%d µs is not a CPU period between 1000 and 1000000", *r.CPU.Period)
+		return
 	}
+	period := float64(*r.CPU.Period)
+	switch {
+	case r.CPU.Quota == nil || *r.CPU.Quota == 0:
+		q := int64(math.Round(def.Cpus * period))
+		r.CPU.Quota = &q
+	case *r.CPU.Quota < 0 && max.Cpus > 0:
+		c.reject(f.quota, `"maxLimits": {"cpus": 0}`, "an unlimited CPU quota is not allowed by %s (largest: %g CPUs)", c.profile(), max.Cpus)
+	case *r.CPU.Quota > 0 && *r.CPU.Quota < 1000:
+		c.reject(f.quota, "", "%d µs is below the kernel's smallest quota (1000 µs)", *r.CPU.Quota)
+	case max.Cpus > 0 && float64(*r.CPU.Quota)/period > max.Cpus:
+		c.reject(f.quota, fmt.Sprintf(`"maxLimits": {"cpus": %g}`, float64(*r.CPU.Quota)/period),
+			"%g CPUs exceed the largest allowed by %s (%g)", float64(*r.CPU.Quota)/period, c.profile(), max.Cpus)
+	}
+	if *r.CPU.Quota < 0 {
+		q := int64(0)
+		r.CPU.Quota = &q
+	}
+	if sh := r.CPU.Shares; sh != nil && (*sh < 2 || *sh > 262144) {
+		c.reject("linux.resources.cpu.shares", "", "%d is not between 2 and 262144", *sh)
+	}
+	if id := r.CPU.Idle; id != nil && *id != 0 && *id != 1 {
+		c.reject("linux.resources.cpu.idle", "", "%d is not 0 or 1", *id)
+	}
+}
+
+// limitFields names the config.json field each limit was read from.
+type limitFields struct{ memory, swap, pids, quota, period string }
+
+// unifiedKeys are the cgroup v2 files linux.resources.unified may set:
+// each is read as the limit it is, and checked like it.
+var unifiedKeys = []string{"cpu.max", "memory.max", "memory.swap.max", "pids.max"}
+
+// foldUnified reads linux.resources.unified into r's own fields: the
+// cgroup manager writes unified last, so a value left there would
+// overwrite the checked limits. Every other key is refused, and nothing
+// of unified reaches the kernel.
+func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
+	keys := make([]string, 0, len(r.Unified))
+	for k := range r.Unified {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	num := func(field, v string) (int64, bool) {
+		if v == "max" {
+			return -1, true
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			c.reject(field, "", "%q is not a number or max", v)
+			return 0, false
+		}
+		return n, true
+	}
+	var swapMax *int64
+	for _, k := range keys {
+		v := strings.TrimSpace(r.Unified[k])
+		field := fmt.Sprintf("linux.resources.unified[%q]", k)
+		switch k {
+		case "memory.max":
+			if n, ok := num(field, v); ok {
+				if n == 0 {
+					c.reject(field, "", "0 is not a memory limit")
+					continue
+				}
+				r.Memory.Limit, f.memory = &n, field
+			}
+		case "memory.swap.max":
+			if n, ok := num(field, v); ok {
+				swapMax, f.swap = &n, field
+			}
+		case "pids.max":
+			if n, ok := num(field, v); ok {
+				if n == 0 {
+					c.reject(field, "", "0 is not a pids limit")
+					continue
+				}
+				r.Pids.Limit, f.pids = &n, field
+			}
+		case "cpu.max":
+			q, p, _ := strings.Cut(v, " ")
+			quota, ok := num(field, q)
+			if !ok {
+				continue
+			}
+			if quota == 0 {
+				c.reject(field, "", "0 is not a CPU quota")
+				continue
+			}
+			r.CPU.Quota, f.quota = &quota, field
+			if p != "" {
+				period, err := strconv.ParseUint(p, 10, 64)
+				if err != nil {
+					c.reject(field, "", "%q is not a CPU period", p)
+					continue
+				}
+				r.CPU.Period, f.period = &period, field
+			}
+		default:
+			c.reject(field, "", "maka does not apply this cgroup file: only %s may be set here, and they are checked as limits", strings.Join(unifiedKeys, ", "))
+		}
+	}
+	if swapMax != nil {
+		// memory.swap.max is the swap alone; OCI's swap is memory+swap.
+		switch {
+		case *swapMax < 0:
+			v := int64(-1)
+			r.Memory.Swap = &v
+		case r.Memory.Limit != nil && *r.Memory.Limit < 0:
+			c.reject(f.swap, "", "a swap limit needs a memory limit")
+		default:
+			if r.Memory.Limit == nil || *r.Memory.Limit == 0 {
+				v := c.policy.DefaultLimits.Memory
+				r.Memory.Limit = &v
+			}
+			v := *r.Memory.Limit + *swapMax
+			r.Memory.Swap = &v
+		}
+	}
+	r.Unified = nil
 }
 
 func (c *checker) checkLinux() {
@@ -459,13 +679,8 @@ func (c *checker) checkLinux() {
 			c.reject(fmt.Sprintf("linux.devices[%d]", i), fmt.Sprintf(`"devices": [..., %q]`, d.Path), "the device %s is not allowed by %s", d.Path, c.profile())
 		}
 	}
-	if l.Resources != nil {
-		for i, d := range l.Resources.Devices {
-			if d.Allow && (d.Type == "" || d.Type == "a" || d.Major == nil) {
-				c.reject(fmt.Sprintf("linux.resources.devices[%d]", i), "", "a rule allowing every device (%q) is not allowed", d.Access)
-			}
-		}
-	}
+	c.checkDeviceRules()
+	c.checkPropagation()
 	names := make([]string, 0, len(l.Sysctl))
 	for k := range l.Sysctl {
 		names = append(names, k)
@@ -484,10 +699,20 @@ func (c *checker) checkLinux() {
 		// namespaces above all), whichever profile config.json brings.
 		denyNamespaceCreation(l.Seccomp)
 	}
-	if c.policy.Profile == libmaka.ProfileRestricted {
-		l.MaskedPaths = union(l.MaskedPaths, defaultMaskedPaths)
-		l.ReadonlyPaths = union(l.ReadonlyPaths, defaultReadonlyPaths)
+	// A floor under every profile: config.json may add to them, never
+	// remove (without them the sandbox's root rewrites core_pattern).
+	for i, p := range l.MaskedPaths {
+		if !filepath.IsAbs(p) {
+			c.reject(fmt.Sprintf("linux.maskedPaths[%d]", i), "", "%q is not an absolute path", p)
+		}
 	}
+	for i, p := range l.ReadonlyPaths {
+		if !filepath.IsAbs(p) {
+			c.reject(fmt.Sprintf("linux.readonlyPaths[%d]", i), "", "%q is not an absolute path", p)
+		}
+	}
+	l.MaskedPaths = union(defaultMaskedPaths, l.MaskedPaths)
+	l.ReadonlyPaths = union(defaultReadonlyPaths, l.ReadonlyPaths)
 }
 
 func union(a, b []string) []string {
@@ -538,34 +763,34 @@ func (c *checker) checkTimeout() {
 	}
 }
 
-// summarise reads the normalised spec back as a contract.
+// summarise reads the normalised (checked) spec back as a contract: the
+// summary a person reads, and every value that is applied.
 func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSeccomp bool) *libmaka.Boundary {
+	l := s.Linux
 	b := &libmaka.Boundary{
-		Profile:  policy.Profile,
-		Rootfs:   libmaka.Rootfs{Path: s.Root.Path, Readonly: s.Root.Readonly},
-		ReadOnly: []libmaka.BindMount{},
-		Writable: []libmaka.WritableMount{},
-		Spec:     s,
+		Profile:           policy.Profile,
+		Rootfs:            libmaka.Rootfs{Path: s.Root.Path, Readonly: s.Root.Readonly},
+		Mounts:            s.Mounts,
+		Hostname:          s.Hostname,
+		Domainname:        s.Domainname,
+		Seccomp:           l.Seccomp,
+		MaskedPaths:       l.MaskedPaths,
+		ReadonlyPaths:     l.ReadonlyPaths,
+		Sysctl:            l.Sysctl,
+		Devices:           l.Devices,
+		UIDMappings:       l.UIDMappings,
+		GIDMappings:       l.GIDMappings,
+		RootfsPropagation: l.RootfsPropagation,
+		MountLabel:        l.MountLabel,
+		Hooks:             s.Hooks,
+		Annotations:       s.Annotations,
 	}
-	for i := range s.Mounts {
-		m := &s.Mounts[i]
-		switch {
-		case isBind(m) && isReadonly(m):
-			b.ReadOnly = append(b.ReadOnly, libmaka.BindMount{Source: m.Source, Destination: m.Destination})
-		case isBind(m):
-			b.Writable = append(b.Writable, libmaka.WritableMount{Path: m.Destination, Kind: "bind", Source: m.Source})
-		case m.Type == "tmpfs" && filepath.Clean(m.Destination) != "/dev" && !isReadonly(m):
-			w := libmaka.WritableMount{Path: m.Destination, Kind: "tmpfs"}
-			for _, o := range m.Options { // the last size= wins, as in the kernel
-				if v, ok := strings.CutPrefix(o, "size="); ok {
-					w.Size, _ = parseSize(v)
-				}
-			}
-			b.Writable = append(b.Writable, w)
-		}
+	if b.Mounts == nil {
+		b.Mounts = []specs.Mount{}
 	}
+	summariseMounts(b)
 	b.Network = libmaka.Network{Mode: libmaka.NetworkHost}
-	for _, n := range s.Linux.Namespaces {
+	for _, n := range l.Namespaces {
 		b.Namespaces = append(b.Namespaces, libmaka.Namespace{Type: string(n.Type), Path: n.Path})
 		if n.Type == specs.NetworkNamespace {
 			b.Network = libmaka.Network{Mode: libmaka.NetworkClosed}
@@ -574,11 +799,12 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 			}
 		}
 	}
-	r := s.Linux.Resources
 	b.Limits = libmaka.Limits{TmpfsSize: policy.DefaultLimits.TmpfsSize, Timeout: timeout}
-	if r != nil {
+	b.Cgroup.Path = l.CgroupsPath
+	if r := l.Resources; r != nil {
 		if r.Memory != nil && r.Memory.Limit != nil {
 			b.Limits.Memory = *r.Memory.Limit
+			b.Cgroup.MemoryReservation = r.Memory.Reservation
 			if r.Memory.Swap != nil {
 				b.Limits.Swap = *r.Memory.Swap - *r.Memory.Limit
 				if *r.Memory.Swap < 0 {
@@ -589,15 +815,26 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 		if r.Pids != nil && r.Pids.Limit != nil {
 			b.Limits.Pids = *r.Pids.Limit
 		}
-		if r.CPU != nil && r.CPU.Quota != nil && r.CPU.Period != nil && *r.CPU.Period > 0 {
-			b.Limits.Cpus = float64(*r.CPU.Quota) / float64(*r.CPU.Period)
+		if c := r.CPU; c != nil {
+			if c.Period != nil {
+				b.Cgroup.CPUPeriod = *c.Period
+				if c.Quota != nil && *c.Period > 0 {
+					b.Limits.Cpus = float64(*c.Quota) / float64(*c.Period)
+				}
+			}
+			b.Cgroup.CPUShares, b.Cgroup.CPUIdle, b.Cgroup.Cpus, b.Cgroup.Mems = c.Shares, c.Idle, c.Cpus, c.Mems
 		}
+		b.Cgroup.BlockIO, b.Cgroup.HugepageLimits, b.Cgroup.Rdma, b.Cgroup.Devices = r.BlockIO, r.HugepageLimits, r.Rdma, r.Devices
 	}
 	p := s.Process
 	b.Process = libmaka.Process{
 		Args: p.Args, Cwd: p.Cwd, UID: p.User.UID, GID: p.User.GID, Env: p.Env,
 		Capabilities: []string{}, NoNewPrivileges: p.NoNewPrivileges, Terminal: p.Terminal,
-		NewSession: true, // libcontainer's init always calls setsid
+		NewSession:     true, // libcontainer's init always calls setsid
+		CapabilitySets: p.Capabilities, AdditionalGids: p.User.AdditionalGids, Umask: p.User.Umask,
+		Rlimits: p.Rlimits, ConsoleSize: p.ConsoleSize, ApparmorProfile: p.ApparmorProfile,
+		SelinuxLabel: p.SelinuxLabel, OOMScoreAdj: p.OOMScoreAdj, Scheduler: p.Scheduler,
+		IOPriority: p.IOPriority, ExecCPUAffinity: p.ExecCPUAffinity,
 	}
 	if b.Process.Env == nil {
 		b.Process.Env = []string{}
@@ -609,16 +846,44 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 		sort.Strings(b.Process.Capabilities)
 	}
 	b.Syscalls = libmaka.Syscalls{Profile: "none"}
-	if sc := s.Linux.Seccomp; sc != nil {
+	if sc := l.Seccomp; sc != nil {
 		b.Syscalls = libmaka.Syscalls{Profile: "config", DefaultAction: string(sc.DefaultAction)}
 		if defaultSeccomp {
 			b.Syscalls.Profile = "default"
 		}
-		for _, rule := range sc.Syscalls {
-			if rule.Action != specs.ActAllow && len(rule.Args) == 0 {
-				b.Syscalls.Denied += len(rule.Names)
-			}
-		}
+		b.Syscalls.Allowed, b.Syscalls.Watched, b.Syscalls.Denied = seccompCounts(sc)
 	}
 	return b
+}
+
+// summariseMounts lists b's read-only binds and writable places from its
+// mounts.
+func summariseMounts(b *libmaka.Boundary) {
+	b.ReadOnly, b.Writable = []libmaka.BindMount{}, []libmaka.WritableMount{}
+	for i := range b.Mounts {
+		m := &b.Mounts[i]
+		switch {
+		case isBind(m) && isReadonly(m):
+			b.ReadOnly = append(b.ReadOnly, libmaka.BindMount{Source: m.Source, Destination: m.Destination})
+		case isBind(m):
+			b.Writable = append(b.Writable, libmaka.WritableMount{Path: m.Destination, Kind: "bind", Source: m.Source})
+		case m.Type == "tmpfs" && !isReadonly(m):
+			b.Writable = append(b.Writable, libmaka.WritableMount{Path: m.Destination, Kind: "tmpfs", Size: tmpfsSize(m.Options)})
+		}
+	}
+}
+
+// tmpfsSize is a tmpfs's size from its options: the last size= or
+// nr_blocks= wins, as in the kernel.
+func tmpfsSize(opts []string) int64 {
+	var size int64
+	for _, o := range opts {
+		if v, ok := strings.CutPrefix(o, "size="); ok {
+			size, _ = parseSize(v)
+		} else if v, ok := strings.CutPrefix(o, "nr_blocks="); ok {
+			n, _ := parseSize(v)
+			size = n * pageSize
+		}
+	}
+	return size
 }

@@ -3,6 +3,7 @@ package specconv
 import (
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -53,22 +54,43 @@ func TestRestrictedDefaults(t *testing.T) {
 	if len(b.Process.Capabilities) != 0 || !b.Process.NoNewPrivileges || !b.Process.NewSession {
 		t.Errorf("process = %+v", b.Process)
 	}
-	r := b.Spec.Linux.Resources
+	s.Root.Path = t.TempDir()
+	b.Rootfs.Path = s.Root.Path
+	enforced := convertable(t, b, "x")
+	r := enforced.Linux.Resources
+	if r.Unified != nil {
+		t.Errorf("unified reached the kernel: %v", r.Unified)
+	}
 	if *r.Memory.Limit != 1<<30 || *r.Memory.Swap != 1<<30 || *r.Pids.Limit != 256 || *r.CPU.Quota != 200000 || *r.CPU.Period != 100000 {
 		t.Errorf("enforced resources = mem %d swap %d pids %d cpu %d/%d", *r.Memory.Limit, *r.Memory.Swap, *r.Pids.Limit, *r.CPU.Quota, *r.CPU.Period)
 	}
-	if !containsNS(b.Spec.Linux.Namespaces, specs.CgroupNamespace) {
+	if !containsNS(enforced.Linux.Namespaces, specs.CgroupNamespace) {
 		t.Error("no private cgroup namespace in the enforced spec")
 	}
 	if s.Process.NoNewPrivileges || len(s.Mounts) != 7 {
 		t.Error("ToBoundary modified its input")
 	}
-	// The enforced spec converts.
-	s.Root.Path = t.TempDir()
-	b.Spec.Root.Path = s.Root.Path
-	if _, err := ToLibcontainer(b.Spec, Options{ID: "x"}); err != nil {
-		t.Fatalf("enforced spec does not convert: %v", err)
+}
+
+// convertable gives b an absolute root and a cgroup (as create does), and
+// checks it converts for libcontainer; it returns the OCI document built
+// from the Boundary alone.
+func convertable(t testing.TB, b *libmaka.Boundary, id string) *specs.Spec {
+	t.Helper()
+	if !filepath.IsAbs(b.Rootfs.Path) {
+		b.Rootfs.Path = t.TempDir()
 	}
+	if b.Cgroup.Path == "" {
+		b.Cgroup.Path = DefaultCgroupParent + "/" + id
+	}
+	if _, err := ToLibcontainer(b, Options{ID: id}); err != nil {
+		t.Fatalf("the boundary does not convert: %v", err)
+	}
+	spec, err := SpecOf(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
 }
 
 func containsNS(ns []specs.LinuxNamespace, t specs.LinuxNamespaceType) bool {
@@ -302,12 +324,12 @@ func TestDefaultSeccompWhenConfigHasNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Syscalls.Profile != "default" || b.Syscalls.Denied < 40 || b.Spec.Linux.Seccomp == nil {
+	if b.Syscalls.Profile != "default" || b.Syscalls.Denied+b.Syscalls.Watched < 40 || b.Seccomp == nil {
 		t.Fatalf("syscalls = %+v", b.Syscalls)
 	}
 	// It compiles with libcontainer's converter.
-	b.Spec.Root.Path = t.TempDir()
-	out, err := ToLibcontainer(b.Spec, Options{ID: "x"})
+	convertable(t, b, "x")
+	out, err := ToLibcontainer(b, Options{ID: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +340,7 @@ func TestDefaultSeccompWhenConfigHasNone(t *testing.T) {
 	s := sandboxSpec(t)
 	s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActErrno}
 	b, err = ToBoundary(s, policy(t, "restricted"))
-	if err != nil || b.Syscalls.Profile != "config" || b.Spec.Linux.Seccomp.DefaultAction != specs.ActErrno {
+	if err != nil || b.Syscalls.Profile != "config" || b.Seccomp.DefaultAction != specs.ActErrno {
 		t.Fatalf("config profile replaced: %+v, %v", b.Syscalls, err)
 	}
 }
@@ -329,7 +351,7 @@ func TestNoCapabilitiesDeclaredMeansNone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := b.Spec.Process.Capabilities
+		c := ProcessOf(b).Capabilities
 		if c == nil || len(c.Bounding)+len(c.Effective)+len(c.Permitted)+len(c.Inheritable)+len(c.Ambient) != 0 {
 			t.Errorf("%s: enforced capabilities = %+v, want an empty (not nil) set", profile, c)
 		}

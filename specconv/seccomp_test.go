@@ -37,7 +37,7 @@ func TestPodmanSeccompProfileLosesNamespaceCreationOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := b.Spec.Linux.Seccomp
+	sc := b.Seccomp
 	assertNoNamespaces(t, sc)
 	if sc.DefaultAction != orig.DefaultAction || *sc.DefaultErrnoRet != *orig.DefaultErrnoRet {
 		t.Errorf("default action changed: %s/%d", sc.DefaultAction, *sc.DefaultErrnoRet)
@@ -57,9 +57,7 @@ func TestPodmanSeccompProfileLosesNamespaceCreationOnly(t *testing.T) {
 	if !seccompMayAllow(s.Linux.Seccomp, "unshare", 0) {
 		t.Error("ToBoundary modified the input's seccomp profile")
 	}
-	if _, err := ToLibcontainer(b.Spec, Options{ID: "p"}); err != nil {
-		t.Fatal(err)
-	}
+	convertable(t, b, "p")
 }
 
 func TestDenyNamespaceCreation(t *testing.T) {
@@ -184,11 +182,11 @@ func TestAuditPolicyAddsTheOpenRulesAndLibcontainerListens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if notified(b.Spec.Linux.Seccomp)["openat"] == 0 {
+	if notified(b.Seccomp)["openat"] == 0 {
 		t.Fatal("audit: files did not add the open rules")
 	}
-	b.Spec.Root.Path = t.TempDir()
-	out, err := ToLibcontainer(b.Spec, Options{ID: "x"})
+	convertable(t, b, "x")
+	out, err := ToLibcontainer(b, Options{ID: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}

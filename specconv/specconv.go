@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -142,10 +144,14 @@ type Converted struct {
 	Poststart []specs.Hook
 }
 
-// ToLibcontainer converts spec. The bundle must be the current directory:
-// libcontainer resolves a relative root.path against it.
-func ToLibcontainer(spec *specs.Spec, opts Options) (*Converted, error) {
-	if err := Validate(spec); err != nil {
+// ToLibcontainer builds libcontainer's configuration from the Boundary
+// alone: the OCI document handed to runc's converter is made here, field
+// by field, from what the Boundary holds, so nothing config.json said
+// reaches the kernel unless it was checked into the Boundary. Paths are
+// absolute: the result does not depend on the working directory.
+func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
+	spec, err := SpecOf(b)
+	if err != nil {
 		return nil, err
 	}
 	cfg, err := rspecconv.CreateLibcontainerConfig(&rspecconv.CreateOpts{
@@ -163,4 +169,106 @@ func ToLibcontainer(spec *specs.Spec, opts Options) (*Converted, error) {
 		delete(cfg.Hooks, configs.Poststart)
 	}
 	return out, nil
+}
+
+// SpecOf is the OCI document a Boundary stands for: what runc's converter
+// reads. Only the Boundary's fields are read.
+func SpecOf(b *libmaka.Boundary) (*specs.Spec, error) {
+	if !filepath.IsAbs(b.Rootfs.Path) {
+		return nil, fmt.Errorf("root.path %q: the boundary's root must be an absolute path", b.Rootfs.Path)
+	}
+	if b.Cgroup.Path == "" {
+		return nil, errors.New("the boundary has no cgroup path")
+	}
+	spec := &specs.Spec{
+		Version:     specs.Version,
+		Root:        &specs.Root{Path: b.Rootfs.Path, Readonly: b.Rootfs.Readonly},
+		Process:     ProcessOf(b),
+		Hostname:    b.Hostname,
+		Domainname:  b.Domainname,
+		Mounts:      b.Mounts,
+		Hooks:       b.Hooks,
+		Annotations: b.Annotations,
+		Linux: &specs.Linux{
+			UIDMappings:       b.UIDMappings,
+			GIDMappings:       b.GIDMappings,
+			Sysctl:            b.Sysctl,
+			Resources:         resourcesOf(b),
+			CgroupsPath:       b.Cgroup.Path,
+			Devices:           b.Devices,
+			Seccomp:           b.Seccomp,
+			RootfsPropagation: b.RootfsPropagation,
+			MaskedPaths:       b.MaskedPaths,
+			ReadonlyPaths:     b.ReadonlyPaths,
+			MountLabel:        b.MountLabel,
+		},
+	}
+	for _, n := range b.Namespaces {
+		spec.Linux.Namespaces = append(spec.Linux.Namespaces, specs.LinuxNamespace{Type: specs.LinuxNamespaceType(n.Type), Path: n.Path})
+	}
+	if err := Validate(spec); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+// ProcessOf is the init's process as the Boundary holds it.
+func ProcessOf(b *libmaka.Boundary) *specs.Process {
+	p := &b.Process
+	return &specs.Process{
+		Terminal:    p.Terminal,
+		ConsoleSize: p.ConsoleSize,
+		User: specs.User{
+			UID: p.UID, GID: p.GID, Umask: p.Umask, AdditionalGids: p.AdditionalGids,
+		},
+		Args:            p.Args,
+		Env:             p.Env,
+		Cwd:             p.Cwd,
+		Capabilities:    p.CapabilitySets,
+		Rlimits:         p.Rlimits,
+		NoNewPrivileges: p.NoNewPrivileges,
+		ApparmorProfile: p.ApparmorProfile,
+		OOMScoreAdj:     p.OOMScoreAdj,
+		Scheduler:       p.Scheduler,
+		SelinuxLabel:    p.SelinuxLabel,
+		IOPriority:      p.IOPriority,
+		ExecCPUAffinity: p.ExecCPUAffinity,
+	}
+}
+
+// resourcesOf is what is written to the cgroup: the limits from
+// b.Limits alone, the rest from b.Cgroup; never a unified key.
+func resourcesOf(b *libmaka.Boundary) *specs.LinuxResources {
+	l, c := b.Limits, b.Cgroup
+	r := &specs.LinuxResources{
+		Devices:        c.Devices,
+		Memory:         &specs.LinuxMemory{Reservation: c.MemoryReservation},
+		CPU:            &specs.LinuxCPU{Shares: c.CPUShares, Cpus: c.Cpus, Mems: c.Mems, Idle: c.CPUIdle},
+		Pids:           &specs.LinuxPids{},
+		BlockIO:        c.BlockIO,
+		HugepageLimits: c.HugepageLimits,
+		Rdma:           c.Rdma,
+	}
+	if l.Memory > 0 {
+		mem, swap := l.Memory, int64(-1)
+		if l.Swap >= 0 {
+			// OCI's swap is memory+swap: memory.swap.max is written as
+			// the contract shows it (0 under restricted).
+			swap = l.Memory + l.Swap
+		}
+		r.Memory.Limit, r.Memory.Swap = &mem, &swap
+	}
+	if l.Pids > 0 {
+		pids := l.Pids
+		r.Pids.Limit = &pids
+	}
+	if c.CPUPeriod > 0 {
+		period := c.CPUPeriod
+		r.CPU.Period = &period
+		if l.Cpus > 0 {
+			quota := int64(math.Round(l.Cpus * float64(period)))
+			r.CPU.Quota = &quota
+		}
+	}
+	return r
 }

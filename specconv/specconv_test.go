@@ -68,7 +68,12 @@ func TestToLibcontainerMovesPoststart(t *testing.T) {
 		Poststart: []specs.Hook{{Path: "/bin/true"}},
 		Poststop:  []specs.Hook{{Path: "/bin/false"}},
 	}
-	out, err := ToLibcontainer(s, Options{ID: "c1"})
+	b, err := ToBoundary(s, policy(t, "baseline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	convertable(t, b, "c1")
+	out, err := ToLibcontainer(b, Options{ID: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +86,8 @@ func TestToLibcontainerMovesPoststart(t *testing.T) {
 	if !out.Config.HasHook(configs.Poststop) {
 		t.Error("poststop hooks lost")
 	}
-	if out.Config.Cgroups.Name != "c1" {
-		t.Errorf("cgroup name = %q", out.Config.Cgroups.Name)
+	if out.Config.Cgroups.Path != "/maka/c1" {
+		t.Errorf("cgroup path = %q, want /maka/c1", out.Config.Cgroups.Path)
 	}
 }
 
@@ -96,7 +101,12 @@ func TestToLibcontainerResources(t *testing.T) {
 		Pids:   &specs.LinuxPids{Limit: &pids},
 		CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
 	}
-	out, err := ToLibcontainer(s, Options{ID: "c1"})
+	b, err := ToBoundary(s, policy(t, "baseline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	convertable(t, b, "c1")
+	out, err := ToLibcontainer(b, Options{ID: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}

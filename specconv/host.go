@@ -1,0 +1,119 @@
+package specconv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/maka-runtime/maka/libmaka"
+)
+
+// nsFiles names each namespace type's file under /proc/PID/ns.
+var nsFiles = map[string]string{
+	"pid": "pid", "network": "net", "mount": "mnt", "ipc": "ipc", "uts": "uts", "user": "user", "cgroup": "cgroup",
+}
+
+// CheckHost checks what depends on the host's state, once config.json's
+// own items have passed: the root and every bind source resolved through
+// symlinks (a link to /etc is /etc), each against the paths no policy may
+// hand a sandbox and against never (maka's own --root and state dir), and
+// each namespace path against maka's own namespaces (the host's). The
+// Boundary keeps the resolved paths, so what was checked is what is
+// mounted. dir is what a relative root.path is relative to (the bundle).
+func CheckHost(b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []string) error {
+	var items []Item
+	reject := func(field, format string, args ...any) {
+		items = append(items, Item{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	root := b.Rootfs.Path
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(dir, root)
+	}
+	if resolved, err := filepath.EvalSymlinks(root); err != nil {
+		reject("root.path", "%s: %v", root, describePathError(err))
+	} else if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
+		reject("root.path", "%s is not a directory", resolved)
+	} else {
+		b.Rootfs.Path = resolved
+		if isSensitive(policy, resolved) || isNever(resolved, never) {
+			reject("root.path", "%s may not be a sandbox's root: it is (or holds) a host path no sandbox may see", resolved)
+		}
+	}
+	for i := range b.Mounts {
+		m := &b.Mounts[i]
+		if !isBind(m) {
+			continue
+		}
+		field := fmt.Sprintf("mounts[%d].source", i)
+		resolved, err := filepath.EvalSymlinks(m.Source)
+		if err != nil {
+			reject(field, "%s: %v", m.Source, describePathError(err))
+			continue
+		}
+		switch rule := policy.BindRule(resolved); {
+		case isNever(resolved, never):
+			reject(field, "%s is maka's own state: no sandbox may bind it", resolved)
+		case resolved != filepath.Clean(m.Source) && (rule == "" || (rule == "ro" && !isReadonly(m))):
+			reject(field, "%s resolves to %s, which %s does not allow to be bound this way", m.Source, resolved, "profile "+policy.Profile)
+		}
+		m.Source = resolved
+	}
+	for i, n := range b.Namespaces {
+		if n.Path == "" {
+			continue
+		}
+		field := fmt.Sprintf("linux.namespaces[%d].path", i)
+		if same, err := sameFile(n.Path, "/proc/self/ns/"+nsFiles[n.Type]); err != nil {
+			reject(field, "%s: %v", n.Path, describePathError(err))
+		} else if same {
+			reject(field, "%s is the host's own %s namespace", n.Path, n.Type)
+		}
+	}
+	summariseMounts(b) // with the resolved sources
+	if len(items) > 0 {
+		return &RejectedError{Verdict: Verdict{Profile: policy.Profile, Items: items}}
+	}
+	return nil
+}
+
+// isNever reports whether path is, holds or lies below one of never.
+func isNever(path string, never []string) bool {
+	for _, n := range never {
+		n = filepath.Clean(n)
+		if path == n || isBelowDir(path, n) || isBelowDir(n, path) {
+			return true
+		}
+	}
+	return false
+}
+
+func isBelowDir(path, dir string) bool {
+	if dir == "/" {
+		return path != "/"
+	}
+	return len(path) > len(dir) && path[:len(dir)] == dir && path[len(dir)] == '/'
+}
+
+func sameFile(a, b string) (bool, error) {
+	var sa, sb syscall.Stat_t
+	if err := syscall.Stat(a, &sa); err != nil {
+		return false, &os.PathError{Op: "stat", Path: a, Err: err}
+	}
+	if err := syscall.Stat(b, &sb); err != nil {
+		return false, nil // maka has no such namespace to compare with
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino, nil
+}
+
+func describePathError(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return "does not exist"
+	}
+	return err.Error()
+}
