@@ -62,14 +62,16 @@ type Cgroup struct {
 	Path      string `json:"path"`
 	CPUPeriod uint64 `json:"cpuPeriod"`
 	// CPUShares is the relative weight (cpu.weight on cgroup v2).
-	CPUShares         *uint64                    `json:"cpuShares,omitempty"`
-	CPUIdle           *int64                     `json:"cpuIdle,omitempty"`
-	Cpus              string                     `json:"cpus,omitempty"`
-	Mems              string                     `json:"mems,omitempty"`
-	MemoryReservation *int64                     `json:"memoryReservation,omitempty"`
-	BlockIO           *specs.LinuxBlockIO        `json:"blockIO,omitempty"`
-	HugepageLimits    []specs.LinuxHugepageLimit `json:"hugepageLimits,omitempty"`
-	Rdma              map[string]specs.LinuxRdma `json:"rdma,omitempty"`
+	CPUShares         *uint64 `json:"cpuShares,omitempty"`
+	CPUIdle           *int64  `json:"cpuIdle,omitempty"`
+	Cpus              string  `json:"cpus,omitempty"`
+	Mems              string  `json:"mems,omitempty"`
+	MemoryReservation *int64  `json:"memoryReservation,omitempty"`
+	// MemoryHigh throttles below the memory limit (-1: max).
+	MemoryHigh     *int64                     `json:"memoryHigh,omitempty"`
+	BlockIO        *specs.LinuxBlockIO        `json:"blockIO,omitempty"`
+	HugepageLimits []specs.LinuxHugepageLimit `json:"hugepageLimits,omitempty"`
+	Rdma           map[string]specs.LinuxRdma `json:"rdma,omitempty"`
 	// Devices are the device cgroup rules, checked against the policy.
 	Devices []specs.LinuxDeviceCgroup `json:"devices,omitempty"`
 }

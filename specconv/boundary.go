@@ -241,6 +241,9 @@ func (c *checker) checkProcess() {
 // restricted no_new_privs is forced on. p is modified in place.
 func CheckExec(p *specs.Process, policy *libmaka.Policy) error {
 	c := &checker{policy: policy, spec: &specs.Spec{Process: p}, exec: true}
+	refuseUnmodelled(reflect.ValueOf(p), "process", "process", func(field, note string) {
+		c.reject(field, "", "maka does not apply this field: %s", note)
+	})
 	c.checkProcess()
 	if len(c.items) == 0 {
 		return nil
@@ -526,6 +529,11 @@ func (c *checker) checkLimits() {
 		c.reject(f.swap, fmt.Sprintf(`"maxLimits": {"swap": %d}`, *sw-mem),
 			"%s of swap exceeds the largest allowed by %s (%s)", libmaka.FormatSize(*sw-mem), c.profile(), libmaka.FormatSize(max.Swap))
 	}
+	if high, ok := r.Unified["memory.high"]; ok && high != "max" && mem > 0 {
+		if n, _ := strconv.ParseInt(high, 10, 64); n > mem {
+			c.reject(`linux.resources.unified["memory.high"]`, "", "%d is above the memory limit %d", n, mem)
+		}
+	}
 	if res := r.Memory.Reservation; res != nil && (*res < 0 || (mem > 0 && *res > mem)) {
 		c.reject("linux.resources.memory.reservation", "", "%d must be between 0 and the memory limit", *res)
 	}
@@ -581,7 +589,8 @@ type limitFields struct{ memory, swap, pids, quota, period string }
 
 // unifiedKeys are the cgroup v2 files linux.resources.unified may set:
 // each is read as the limit it is, and checked like it.
-var unifiedKeys = []string{"cpu.max", "memory.max", "memory.swap.max", "pids.max"}
+// memory.high only throttles below the memory limit, and is kept as it is.
+var unifiedKeys = []string{"cpu.max", "memory.high", "memory.max", "memory.swap.max", "pids.max"}
 
 // foldUnified reads linux.resources.unified into r's own fields: the
 // cgroup manager writes unified last, so a value left there would
@@ -605,6 +614,7 @@ func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
 		return n, true
 	}
 	var swapMax *int64
+	keep := map[string]string{}
 	for _, k := range keys {
 		v := strings.TrimSpace(r.Unified[k])
 		field := fmt.Sprintf("linux.resources.unified[%q]", k)
@@ -620,6 +630,12 @@ func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
 		case "memory.swap.max":
 			if n, ok := num(field, v); ok {
 				swapMax, f.swap = &n, field
+			}
+		case "memory.high":
+			if n, ok := num(field, v); ok && n != 0 {
+				keep[k] = v
+			} else if ok {
+				c.reject(field, "", "0 would throttle every allocation")
 			}
 		case "pids.max":
 			if n, ok := num(field, v); ok {
@@ -670,6 +686,9 @@ func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
 		}
 	}
 	r.Unified = nil
+	if len(keep) > 0 {
+		r.Unified = keep
+	}
 }
 
 func (c *checker) checkLinux() {
@@ -805,6 +824,13 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 		if r.Memory != nil && r.Memory.Limit != nil {
 			b.Limits.Memory = *r.Memory.Limit
 			b.Cgroup.MemoryReservation = r.Memory.Reservation
+			if high, ok := r.Unified["memory.high"]; ok {
+				n := int64(-1)
+				if high != "max" {
+					n, _ = strconv.ParseInt(high, 10, 64)
+				}
+				b.Cgroup.MemoryHigh = &n
+			}
 			if r.Memory.Swap != nil {
 				b.Limits.Swap = *r.Memory.Swap - *r.Memory.Limit
 				if *r.Memory.Swap < 0 {

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 func policy(t testing.TB, profile string) *libmaka.Policy {
@@ -287,10 +290,18 @@ func FuzzParsePolicy(f *testing.F) {
 	})
 }
 
-// FuzzToBoundary: any config.json compiles or is refused with named fields.
+// FuzzToBoundary: any config.json compiles or is refused with named
+// fields, and an allowed one gives the kernel nothing beyond the policy:
+// the libcontainer configuration built from the Boundary keeps every
+// resource within the ceilings, writes no unified key but memory.high,
+// mounts only the root's own system filesystems (read-only /sys and
+// cgroup), tmpfs and allowed binds, keeps the masked and read-only floors,
+// holds only allowed capabilities and joins no namespace the policy does
+// not allow.
 func FuzzToBoundary(f *testing.F) {
 	base, _ := json.Marshal(sandboxSpec(f))
 	f.Add(base, true)
+	f.Add(base, false)
 	f.Add([]byte(`{"ociVersion":"1.3.0","process":{"args":["sh"],"cwd":"/","capabilities":{"bounding":["CAP_SYS_ADMIN"]}},"root":{"path":"r"},"linux":{"resources":{"memory":{"limit":-1,"swap":-1}}},"mounts":[{"destination":"/x","type":"tmpfs","options":["size=10%"]}]}`), false)
 	f.Fuzz(func(t *testing.T, data []byte, restricted bool) {
 		spec, err := ParseSpec("config.json", data)
@@ -301,7 +312,8 @@ func FuzzToBoundary(f *testing.F) {
 		if restricted {
 			profile = "restricted"
 		}
-		b, v, err := Explain(spec, policy(t, profile))
+		pol := policy(t, profile)
+		b, v, err := Explain(spec, pol)
 		if err != nil {
 			if !strings.Contains(err.Error(), ": ") {
 				t.Fatalf("error names no field: %v", err)
@@ -313,10 +325,97 @@ func FuzzToBoundary(f *testing.F) {
 				t.Fatalf("item without field or message: %+v", it)
 			}
 		}
-		if v.Allowed && b.Limits.Memory <= 0 {
+		if !v.Allowed {
+			return
+		}
+		if b.Limits.Memory <= 0 {
 			t.Fatalf("allowed boundary without a memory limit: %+v", b.Limits)
 		}
+		b.Rootfs.Path = "/nonexistent/rootfs"
+		if err := Place(b, pol, "fuzz"); err != nil {
+			t.Fatalf("allowed boundary has a cgroup path the policy refuses: %v", err)
+		}
+		out, err := ToLibcontainer(b, Options{ID: "fuzz"})
+		if err != nil {
+			return // libcontainer's own refusal (e.g. a mount it cannot make)
+		}
+		checkEnforced(t, pol, out.Config)
 	})
+}
+
+// checkEnforced asserts FuzzToBoundary's invariants on what libcontainer
+// would be handed.
+func checkEnforced(t *testing.T, pol *libmaka.Policy, cfg *configs.Config) {
+	t.Helper()
+	r, max := cfg.Cgroups.Resources, pol.MaxLimits
+	switch {
+	case r.Memory <= 0 || (max.Memory > 0 && r.Memory > max.Memory):
+		t.Fatalf("memory %d outside (0, %d]", r.Memory, max.Memory)
+	case max.Swap >= 0 && (r.MemorySwap < r.Memory || r.MemorySwap-r.Memory > max.Swap):
+		t.Fatalf("memory+swap %d with memory %d exceeds swap %d", r.MemorySwap, r.Memory, max.Swap)
+	case r.PidsLimit == nil || *r.PidsLimit <= 0 || (max.Pids > 0 && *r.PidsLimit > max.Pids):
+		t.Fatalf("pids %v outside (0, %d]", r.PidsLimit, max.Pids)
+	case r.CpuQuota <= 0 || r.CpuPeriod == 0 || (max.Cpus > 0 && float64(r.CpuQuota)/float64(r.CpuPeriod) > max.Cpus+1e-9):
+		t.Fatalf("cpu %d/%d exceeds %g CPUs", r.CpuQuota, r.CpuPeriod, max.Cpus)
+	case r.CpuRtRuntime != 0 || r.CpuRtPeriod != 0 || r.CpuBurst != nil:
+		t.Fatal("real-time or burst CPU time reached the cgroup")
+	}
+	for k := range r.Unified {
+		if k != "memory.high" {
+			t.Fatalf("unified key %s reached the cgroup", k)
+		}
+	}
+	if !strings.HasPrefix(cfg.Cgroups.Path, DefaultCgroupParent+"/") && !slices.ContainsFunc(pol.CgroupParents, func(p string) bool {
+		return strings.HasPrefix(cfg.Cgroups.Path, p+"/")
+	}) {
+		t.Fatalf("cgroup %s is below no parent the policy allows", cfg.Cgroups.Path)
+	}
+	for _, m := range cfg.Mounts {
+		switch {
+		case m.IsBind():
+			if pol.BindRule(m.Source) == "" {
+				t.Fatalf("bind of %s, which the policy does not allow", m.Source)
+			}
+		case m.Device == "tmpfs":
+		case systemMountPlaces[m.Device] != "":
+			if filepath.Clean(m.Destination) != systemMountPlaces[m.Device] {
+				t.Fatalf("%s mounted at %s", m.Device, m.Destination)
+			}
+			if (m.Device == "sysfs" || m.Device == "cgroup" || m.Device == "cgroup2") && m.Flags&unix.MS_RDONLY == 0 {
+				t.Fatalf("%s at %s is writable", m.Device, m.Destination)
+			}
+		default:
+			t.Fatalf("mount of type %q at %s", m.Device, m.Destination)
+		}
+	}
+	for _, p := range defaultMaskedPaths {
+		if !slices.Contains(cfg.MaskPaths, p) {
+			t.Fatalf("masked path %s missing", p)
+		}
+	}
+	for _, p := range defaultReadonlyPaths {
+		if !slices.Contains(cfg.ReadonlyPaths, p) {
+			t.Fatalf("read-only path %s missing", p)
+		}
+	}
+	if c := cfg.Capabilities; c != nil {
+		for _, set := range [][]string{c.Bounding, c.Effective, c.Permitted, c.Inheritable, c.Ambient} {
+			for _, name := range set {
+				if !pol.AllowsCapability(name) {
+					t.Fatalf("capability %s not in the policy", name)
+				}
+			}
+		}
+	}
+	for _, ns := range cfg.Namespaces {
+		if ns.Path == "" {
+			continue
+		}
+		if ns.Type == configs.NEWUSER || pol.Profile == libmaka.ProfileRestricted ||
+			(ns.Type == configs.NEWNET && !pol.AllowsNetwork(libmaka.NetworkNetns)) {
+			t.Fatalf("joins %s namespace %s", ns.Type, ns.Path)
+		}
+	}
 }
 
 func TestDefaultSeccompWhenConfigHasNone(t *testing.T) {

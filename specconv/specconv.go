@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/maka-runtime/maka/libmaka"
@@ -237,7 +238,7 @@ func ProcessOf(b *libmaka.Boundary) *specs.Process {
 }
 
 // resourcesOf is what is written to the cgroup: the limits from
-// b.Limits alone, the rest from b.Cgroup; never a unified key.
+// b.Limits alone, the rest from b.Cgroup; no unified key but memory.high.
 func resourcesOf(b *libmaka.Boundary) *specs.LinuxResources {
 	l, c := b.Limits, b.Cgroup
 	r := &specs.LinuxResources{
@@ -257,6 +258,13 @@ func resourcesOf(b *libmaka.Boundary) *specs.LinuxResources {
 			swap = l.Memory + l.Swap
 		}
 		r.Memory.Limit, r.Memory.Swap = &mem, &swap
+	}
+	if c.MemoryHigh != nil {
+		high := "max"
+		if *c.MemoryHigh >= 0 {
+			high = strconv.FormatInt(*c.MemoryHigh, 10)
+		}
+		r.Unified = map[string]string{"memory.high": high}
 	}
 	if l.Pids > 0 {
 		pids := l.Pids
