@@ -107,19 +107,35 @@ func narrowName(own, cfg *specs.LinuxSeccomp, name string) []specs.LinuxSyscall 
 			}
 		}
 	}
-	if len(out) == 0 && !ownRefuses && view.refusal != nil {
+	if ownRefuses || len(view.refusals) == 0 {
+		return out
+	}
+	if len(out) == 0 {
 		// Nothing of own's allow survived: cfg's own answer for the call.
-		out = append(out, specs.LinuxSyscall{Names: []string{name}, Action: view.refusal.Action, ErrnoRet: clonePtr(view.refusal.ErrnoRet)})
+		r := strictest(view.refusals)
+		return []specs.LinuxSyscall{{Names: []string{name}, Action: r.Action, ErrnoRet: clonePtr(r.ErrnoRet)}}
+	}
+	// cfg's answer where it refuses some arguments (its EINVAL for an audit
+	// socket, say); the allows above were carved out of these, so no
+	// allow overlaps them.
+	for _, r := range view.refusals {
+		out = append(out, specs.LinuxSyscall{Names: []string{name}, Action: r.Action, ErrnoRet: clonePtr(r.ErrnoRet), Args: r.Args})
 	}
 	return out
 }
 
-// cfgView is what a config profile says of one syscall.
+// cfgView is what a config profile says of one syscall: allowed with any
+// arguments, or when one of alts holds (refusals already carved out); and
+// the refusals to answer with (one alternative each; an empty Args: every
+// call is refused).
 type cfgView struct {
-	everything bool                      // allowed with any arguments
-	alts       [][]specs.LinuxSeccompArg // else allowed when one of these holds
-	refusal    *specs.LinuxSyscall       // how it refuses the call (nil: it allows some of it)
+	everything bool
+	alts       [][]specs.LinuxSeccompArg
+	refusals   []specs.LinuxSyscall
 }
+
+// maxAlternatives bounds the carving: past it the call is refused.
+const maxAlternatives = 256
 
 func cfgVerdict(cfg *specs.LinuxSeccomp, name string) cfgView {
 	var v cfgView
@@ -129,28 +145,80 @@ func cfgVerdict(cfg *specs.LinuxSeccomp, name string) cfgView {
 			continue
 		}
 		named = true
-		if !allows(r.Action) {
-			// Refused for some arguments: refused, whatever else it allows
-			// (which of two overlapping rules wins is libseccomp's choice).
-			if v.refusal == nil || severity(r.Action) > severity(v.refusal.Action) {
-				v.refusal = refusalOf(r.Action, r.ErrnoRet)
-			}
-			continue
-		}
 		for _, alt := range alternatives(r.Args) {
-			v.everything = v.everything || len(alt) == 0
-			v.alts = append(v.alts, alt)
+			if allows(r.Action) {
+				v.alts = append(v.alts, alt)
+				continue
+			}
+			ref := refusalOf(r.Action, r.ErrnoRet)
+			ref.Args = alt
+			if len(alt) == 0 {
+				return cfgView{refusals: []specs.LinuxSyscall{*ref}}
+			}
+			v.refusals = append(v.refusals, *ref)
 		}
 	}
-	switch {
-	case v.refusal != nil:
-		return cfgView{refusal: v.refusal}
-	case !named && allows(cfg.DefaultAction):
-		return cfgView{everything: true}
-	case !named:
-		return cfgView{refusal: refusalOf(cfg.DefaultAction, cfg.DefaultErrnoRet)}
+	if allows(cfg.DefaultAction) {
+		// What no rule matches runs: any arguments, minus the refusals.
+		v.alts = [][]specs.LinuxSeccompArg{{}}
+	} else if !named || len(v.alts) == 0 {
+		def := refusalOf(cfg.DefaultAction, cfg.DefaultErrnoRet)
+		return cfgView{refusals: append(v.refusals, *def)}
+	}
+	for _, r := range v.refusals {
+		v.alts = carve(v.alts, r.Args)
+	}
+	v.everything = len(v.refusals) == 0 && slices.ContainsFunc(v.alts, func(a []specs.LinuxSeccompArg) bool { return len(a) == 0 })
+	if len(v.alts) == 0 {
+		return cfgView{refusals: v.refusals}
 	}
 	return v
+}
+
+// carve removes a refused conjunction from alternatives: each alternative
+// meets the negation of one of the refusal's conditions. A condition with
+// no single-condition negation (masked equality) contributes nothing,
+// which refuses more than the refusal did.
+func carve(alts [][]specs.LinuxSeccompArg, refused []specs.LinuxSeccompArg) [][]specs.LinuxSeccompArg {
+	var out [][]specs.LinuxSeccompArg
+	for _, a := range alts {
+		for _, c := range refused {
+			n, ok := negate(c)
+			if !ok {
+				continue
+			}
+			if m, ok := meet(a, []specs.LinuxSeccompArg{n}); ok {
+				out = append(out, m)
+			}
+		}
+	}
+	if len(out) > maxAlternatives {
+		return nil
+	}
+	return out
+}
+
+func negate(c specs.LinuxSeccompArg) (specs.LinuxSeccompArg, bool) {
+	opposite := map[specs.LinuxSeccompOperator]specs.LinuxSeccompOperator{
+		specs.OpEqualTo: specs.OpNotEqual, specs.OpNotEqual: specs.OpEqualTo,
+		specs.OpLessThan: specs.OpGreaterEqual, specs.OpGreaterEqual: specs.OpLessThan,
+		specs.OpLessEqual: specs.OpGreaterThan, specs.OpGreaterThan: specs.OpLessEqual,
+	}
+	op, ok := opposite[c.Op]
+	if !ok {
+		return c, false
+	}
+	return specs.LinuxSeccompArg{Index: c.Index, Value: c.Value, Op: op}, true
+}
+
+func strictest(rs []specs.LinuxSyscall) specs.LinuxSyscall {
+	best := rs[0]
+	for _, r := range rs[1:] {
+		if severity(r.Action) > severity(best.Action) {
+			best = r
+		}
+	}
+	return best
 }
 
 // refusalOf is the refusing rule the result uses for a config's action:

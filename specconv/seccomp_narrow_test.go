@@ -56,7 +56,7 @@ func checkNarrowed(t *testing.T, own, cfg, res *specs.LinuxSeccomp) {
 	t.Helper()
 	for _, name := range probeNames {
 		for _, v0 := range probeValues {
-			for _, v1 := range []uint64{0, 1, 0x241} {
+			for _, v1 := range []uint64{0, 1, 9, 0x241} {
 				vals := [6]uint64{v0, v1, v1}
 				allowed := mayAllowCall(res, name, vals)
 				if allowed && (!mayAllowCall(own, name, vals) || (cfg != nil && !mayAllowCall(cfg, name, vals))) {
@@ -133,7 +133,7 @@ func TestSeccompCounts(t *testing.T) {
 
 func TestNarrowSeccomp(t *testing.T) {
 	own := DefaultSeccomp(false)
-	eperm, enosys := uint(unix.EPERM), uint(unix.ENOSYS)
+	eperm, enosys, einval := uint(unix.EPERM), uint(unix.ENOSYS), uint(unix.EINVAL)
 	cases := map[string]*specs.LinuxSeccomp{
 		"allow everything": {DefaultAction: specs.ActAllow},
 		"allow io_uring and mount by name": {DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{
@@ -144,6 +144,10 @@ func TestNarrowSeccomp(t *testing.T) {
 			{Names: []string{"socket"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 0, Value: 40, Op: specs.OpNotEqual}}},
 			{Names: []string{"personality"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 0, Value: 8, Op: specs.OpEqualTo}}},
 			{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys}}},
+		"podman's audit socket refusal": {DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"socket", "read"}, Action: specs.ActAllow},
+			{Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &einval, Args: []specs.LinuxSeccompArg{
+				{Index: 0, Value: unix.AF_NETLINK, Op: specs.OpEqualTo}, {Index: 2, Value: unix.NETLINK_AUDIT, Op: specs.OpEqualTo}}}}},
 		"refuse read, kill on write": {DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{
 			{Names: []string{"read"}, Action: specs.ActErrno, ErrnoRet: &enosys}, {Names: []string{"write"}, Action: specs.ActKillProcess}}},
 	}
@@ -167,6 +171,11 @@ func TestNarrowSeccomp(t *testing.T) {
 		!mayAllowCall(res, "socket", [6]uint64{unix.AF_INET}) || mayAllowCall(res, "socket", [6]uint64{40}) ||
 		!mayAllowCall(res, "personality", [6]uint64{8}) || mayAllowCall(res, "personality", [6]uint64{0}) || mayAllowCall(res, "write", [6]uint64{}) {
 		t.Errorf("docker's profile narrowed wrong: %+v", res.Syscalls)
+	}
+	res, _ = NarrowSeccomp(own, cases["podman's audit socket refusal"])
+	if !mayAllowCall(res, "socket", [6]uint64{unix.AF_INET}) || !mayAllowCall(res, "socket", [6]uint64{unix.AF_NETLINK, 3, 0}) ||
+		mayAllowCall(res, "socket", [6]uint64{unix.AF_NETLINK, 3, unix.NETLINK_AUDIT}) || mayAllowCall(res, "socket", [6]uint64{unix.AF_VSOCK}) {
+		t.Errorf("podman's socket rules narrowed wrong: %+v", res.Syscalls)
 	}
 	res, _ = NarrowSeccomp(own, cases["refuse read, kill on write"])
 	for _, r := range res.Syscalls {
