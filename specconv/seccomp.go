@@ -50,46 +50,82 @@ var namespaceCloneFlags = []uint64{
 // with any of them (each is its own masked-equal rule; rules OR).
 var writeOpenFlags = []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_CREAT, unix.O_TRUNC}
 
-// DefaultSeccomp is maka's seccomp profile: everything is allowed except
-// WatchedSyscalls and clone with namespace flags (notified to the monitor),
-// and deniedSyscalls (EPERM). clone3 answers ENOSYS (its flags live in
-// memory, out of seccomp's reach), so libc falls back to clone, where the
-// flags can be checked. With auditFiles, write-mode opens (open, openat,
-// creat; openat2 whose flags are in memory, always) are notified too; the
-// monitor records those aimed at read-only places and lets them proceed.
+// DefaultSeccomp is maka's seccomp profile, an allowlist. What it does not
+// name is refused: defaultAction SCMP_ACT_ERRNO with defaultErrnoRet EPERM,
+// and libcontainer's -ENOSYS stub (runc's patchbpf, added whenever the
+// default action is not an allow and its errno is not ENOSYS) answers ENOSYS
+// to every syscall numbered above the newest one the profile names, so a
+// libc probing a syscall newer than the profile falls back as it would on
+// an older kernel. A default of ERRNO(ENOSYS) would do that for every
+// refused call, io_uring_setup included, which programs read as "old
+// kernel" rather than "forbidden", and would skip the stub; EPERM says what
+// happened.
+//
+// Allowed: allowedSyscalls, clone without namespace flags, personality and
+// socket with the arguments in allowedPersonalities/allowedSocketFamilies.
+// WatchedSyscalls and clone with a namespace flag are notified to the
+// monitor (which records them and answers EPERM); deniedSyscalls and
+// excludedSyscalls answer EPERM (listed so that counts and tests see them);
+// clone3 answers ENOSYS (its flags live in memory, out of seccomp's reach),
+// so libc falls back to clone, where the flags can be checked. With
+// auditFiles, write-mode opens (open, openat with a write flag; creat, and
+// openat2 whose flags are in memory, always) are notified too; the monitor
+// records those aimed at read-only places and lets them proceed. Every
+// name's rules are disjoint (an allow never overlaps a notify), so the
+// verdict does not depend on how libseccomp orders overlapping rules.
 func DefaultSeccomp(auditFiles bool) *specs.LinuxSeccomp {
 	eperm := uint(unix.EPERM)
 	enosys := uint(unix.ENOSYS)
+	allow := slices.Clone(allowedSyscalls)
+	if !auditFiles {
+		allow = append(allow, "open", "openat", "openat2", "creat")
+	}
 	sc := &specs.LinuxSeccomp{
-		DefaultAction: specs.ActAllow,
-		Architectures: []specs.Arch{specs.ArchX86_64, specs.ArchX86, specs.ArchX32, specs.ArchAARCH64, specs.ArchARM},
+		DefaultAction:   specs.ActErrno,
+		DefaultErrnoRet: &eperm,
+		Architectures:   []specs.Arch{specs.ArchX86_64, specs.ArchX86, specs.ArchX32, specs.ArchAARCH64, specs.ArchARM},
 		Syscalls: []specs.LinuxSyscall{
+			{Names: allow, Action: specs.ActAllow},
 			{Names: slices.Clone(WatchedSyscalls), Action: specs.ActNotify},
-			{Names: slices.Clone(deniedSyscalls), Action: specs.ActErrno, ErrnoRet: &eperm},
+			{Names: append(slices.Clone(deniedSyscalls), excludedSyscalls...), Action: specs.ActErrno, ErrnoRet: &eperm},
 			{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys},
 		},
 	}
-	for _, flag := range namespaceCloneFlags {
-		sc.Syscalls = append(sc.Syscalls, specs.LinuxSyscall{
-			Names: []string{"clone"}, Action: specs.ActNotify,
-			Args: []specs.LinuxSeccompArg{{Index: 0, Value: flag, ValueTwo: flag, Op: specs.OpMaskedEqual}},
-		})
+	for _, v := range allowedPersonalities {
+		sc.Syscalls = append(sc.Syscalls, argRule("personality", specs.ActAllow, 0, v, 0, specs.OpEqualTo))
 	}
+	for _, v := range allowedSocketFamilies {
+		sc.Syscalls = append(sc.Syscalls, argRule("socket", specs.ActAllow, 0, v, 0, specs.OpEqualTo))
+	}
+	var nsMask uint64
+	for _, flag := range namespaceCloneFlags {
+		nsMask |= flag
+		sc.Syscalls = append(sc.Syscalls, argRule("clone", specs.ActNotify, 0, flag, flag, specs.OpMaskedEqual))
+	}
+	sc.Syscalls = append(sc.Syscalls, argRule("clone", specs.ActAllow, 0, nsMask, 0, specs.OpMaskedEqual))
 	if auditFiles {
+		var writeMask uint64
 		for _, call := range []struct {
 			name  string
 			index uint
 		}{{"open", 1}, {"openat", 2}} {
 			for _, flag := range writeOpenFlags {
-				sc.Syscalls = append(sc.Syscalls, specs.LinuxSyscall{
-					Names: []string{call.name}, Action: specs.ActNotify,
-					Args: []specs.LinuxSeccompArg{{Index: call.index, Value: flag, ValueTwo: flag, Op: specs.OpMaskedEqual}},
-				})
+				writeMask |= flag
+				sc.Syscalls = append(sc.Syscalls, argRule(call.name, specs.ActNotify, call.index, flag, flag, specs.OpMaskedEqual))
 			}
+			sc.Syscalls = append(sc.Syscalls, argRule(call.name, specs.ActAllow, call.index, writeMask, 0, specs.OpMaskedEqual))
 		}
 		sc.Syscalls = append(sc.Syscalls, specs.LinuxSyscall{Names: []string{"creat", "openat2"}, Action: specs.ActNotify})
 	}
 	return sc
+}
+
+// argRule is a rule for one syscall with one condition on one argument.
+func argRule(name string, act specs.LinuxSeccompAction, index uint, value, valueTwo uint64, op specs.LinuxSeccompOperator) specs.LinuxSyscall {
+	return specs.LinuxSyscall{
+		Names: []string{name}, Action: act,
+		Args: []specs.LinuxSeccompArg{{Index: index, Value: value, ValueTwo: valueTwo, Op: op}},
+	}
 }
 
 // Clone flags a process needs without any namespace: fork's and a thread's.

@@ -135,8 +135,8 @@ func TestDefaultSeccompNotifiesTheWatchedSyscalls(t *testing.T) {
 			t.Errorf("%s notified without file audit", name)
 		}
 	}
-	if sc.DefaultAction != specs.ActAllow {
-		t.Errorf("default action %s", sc.DefaultAction)
+	if sc.DefaultAction != specs.ActErrno || sc.DefaultErrnoRet == nil || *sc.DefaultErrnoRet != uint(unix.EPERM) {
+		t.Errorf("default action %s, want SCMP_ACT_ERRNO with EPERM", sc.DefaultAction)
 	}
 }
 

@@ -1,0 +1,271 @@
+package specconv
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// The evaluation model of the tests: the verdicts a profile may give a call
+// with these arguments (upper bounds: overlapping rules may all apply).
+func matches(r specs.LinuxSyscall, name string, vals [6]uint64) bool {
+	if !slices.Contains(r.Names, name) {
+		return false
+	}
+	for _, alt := range alternatives(r.Args) {
+		if !slices.ContainsFunc(alt, func(a specs.LinuxSeccompArg) bool { return a.Index > 5 || !condHolds(a, vals[a.Index]) }) {
+			return true
+		}
+	}
+	return false
+}
+
+func mayAllowCall(sc *specs.LinuxSeccomp, name string, vals [6]uint64) bool {
+	matched := false
+	for _, r := range sc.Syscalls {
+		if matches(r, name, vals) {
+			if widening(r.Action) {
+				return true
+			}
+			matched = true
+		}
+	}
+	return !matched && widening(sc.DefaultAction)
+}
+
+func notifiesCall(sc *specs.LinuxSeccomp, name string, vals [6]uint64) bool {
+	return slices.ContainsFunc(sc.Syscalls, func(r specs.LinuxSyscall) bool { return r.Action == specs.ActNotify && matches(r, name, vals) })
+}
+
+// Names and argument values the tests and the fuzzer draw from.
+var (
+	probeNames = []string{"read", "write", "openat", "open", "creat", "openat2", "clone", "clone3", "unshare",
+		"mount", "ptrace", "personality", "socket", "io_uring_setup", "io_uring_enter", "chroot", "bpf",
+		"getpid", "execve", "kill", "not_a_syscall"}
+	probeValues = []uint64{0, 1, 2, 8, 10, 16, 17, 40, 0x40, 0x200, 0x241, 0x20000, 0x20008, 0xffffffff,
+		unix.CLONE_NEWUSER, unix.CLONE_NEWNS | uint64(unix.SIGCHLD), forkCloneFlags, threadCloneFlags, 1 << 63}
+)
+
+// checkNarrowed is FuzzNarrowSeccomp's property, on every probe:
+// allowed(result) ⊆ allowed(own) ∩ allowed(cfg), watched(own) ⊆
+// watched(result), and no call is both allowed and notified by the result
+// (libseccomp would pick one).
+func checkNarrowed(t *testing.T, own, cfg, res *specs.LinuxSeccomp) {
+	t.Helper()
+	for _, name := range probeNames {
+		for _, v0 := range probeValues {
+			for _, v1 := range []uint64{0, 1, 9, 0x241} {
+				vals := [6]uint64{v0, v1, v1}
+				allowed := mayAllowCall(res, name, vals)
+				if allowed && (!mayAllowCall(own, name, vals) || (cfg != nil && !mayAllowCall(cfg, name, vals))) {
+					t.Fatalf("%s%v allowed by the result, not by both\nown %+v\ncfg %+v\nres %+v", name, vals, own, cfg, res.Syscalls)
+				}
+				if notifiesCall(own, name, vals) && !notifiesCall(res, name, vals) {
+					t.Fatalf("%s%v watched by maka, not by the result\ncfg %+v\nres %+v", name, vals, cfg, res.Syscalls)
+				}
+				if allowed && notifiesCall(res, name, vals) {
+					t.Fatalf("%s%v both allowed and notified by the result: %+v", name, vals, res.Syscalls)
+				}
+			}
+		}
+	}
+}
+
+func TestDefaultSeccompIsAnAllowlistWithoutIoUring(t *testing.T) {
+	for _, audit := range []bool{false, true} {
+		sc := DefaultSeccomp(audit)
+		if allows(sc.DefaultAction) || sc.DefaultAction == specs.ActTrace {
+			t.Fatalf("default action %s", sc.DefaultAction)
+		}
+		for _, name := range append([]string{"io_uring_setup", "io_uring_enter", "io_uring_register", "clone3", "unshare", "not_a_syscall"}, WatchedSyscalls...) {
+			for _, v := range probeValues {
+				if mayAllowCall(sc, name, [6]uint64{v}) {
+					t.Errorf("audit %v: %s(%#x) allowed", audit, name, v)
+				}
+			}
+		}
+		for _, name := range []string{"read", "write", "execve", "futex", "rt_sigaction", "wait4", "getdents64", "pipe2"} {
+			if !mayAllowCall(sc, name, [6]uint64{}) {
+				t.Errorf("%s refused", name)
+			}
+		}
+		// Arg-conditioned: a fork and a thread, not a namespace; sockets by family.
+		for call, want := range map[[2]uint64]bool{{forkCloneFlags}: true, {threadCloneFlags}: true,
+			{forkCloneFlags | unix.CLONE_NEWUSER}: false, {unix.CLONE_NEWTIME}: false} {
+			if mayAllowCall(sc, "clone", [6]uint64{call[0]}) != want {
+				t.Errorf("clone(%#x): allowed %v", call[0], !want)
+			}
+		}
+		if !mayAllowCall(sc, "socket", [6]uint64{unix.AF_INET6}) || mayAllowCall(sc, "socket", [6]uint64{unix.AF_VSOCK}) ||
+			!mayAllowCall(sc, "personality", [6]uint64{0xffffffff}) || mayAllowCall(sc, "personality", [6]uint64{0x0400000}) {
+			t.Error("socket or personality arguments")
+		}
+		// With file audit a write-mode openat is notified, a read-only one allowed.
+		if audit != notifiesCall(sc, "openat", [6]uint64{0, 0, unix.O_WRONLY}) || !mayAllowCall(sc, "openat", [6]uint64{0, 0, unix.O_RDONLY}) ||
+			mayAllowCall(sc, "openat", [6]uint64{0, 0, unix.O_CREAT}) == audit {
+			t.Errorf("audit %v: openat verdicts", audit)
+		}
+		checkNarrowed(t, sc, nil, sc)
+	}
+}
+
+func TestSeccompCounts(t *testing.T) {
+	a, w, d := SeccompCounts(DefaultSeccomp(false))
+	if w != len(WatchedSyscalls) || a < 250 || d < len(deniedSyscalls)+len(excludedSyscalls) {
+		t.Errorf("default: allowed %d, watched %d, denied %d", a, w, d)
+	}
+	all, _, _ := SeccompCounts(nil)
+	if all != a+w+d {
+		t.Errorf("nil: %d, want %d", all, a+w+d)
+	}
+	a2, w2, d2 := SeccompCounts(&specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{{Names: []string{"mount", "frobnicate"}, Action: specs.ActErrno}}})
+	if a2 != all-1 || w2 != 0 || d2 != 2 {
+		t.Errorf("allow all but mount and frobnicate: %d %d %d", a2, w2, d2)
+	}
+	// With file audit open/openat stay allowed (read-only), creat/openat2 are watched.
+	_, wa, _ := SeccompCounts(DefaultSeccomp(true))
+	if wa != w+2 {
+		t.Errorf("audit: watched %d, want %d", wa, w+2)
+	}
+}
+
+func TestNarrowSeccomp(t *testing.T) {
+	own := DefaultSeccomp(false)
+	eperm, enosys, einval := uint(unix.EPERM), uint(unix.ENOSYS), uint(unix.EINVAL)
+	cases := map[string]*specs.LinuxSeccomp{
+		"allow everything": {DefaultAction: specs.ActAllow},
+		"allow io_uring and mount by name": {DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"read", "write", "io_uring_setup", "mount", "clone", "clone3", "exit_group"}, Action: specs.ActAllow}}},
+		"docker's clone and vsock rules": {DefaultAction: specs.ActErrno, DefaultErrnoRet: &eperm, Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"read"}, Action: specs.ActAllow},
+			{Names: []string{"clone"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 0, Value: 0x7E020000, Op: specs.OpMaskedEqual}}},
+			{Names: []string{"socket"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 0, Value: 40, Op: specs.OpNotEqual}}},
+			{Names: []string{"personality"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 0, Value: 8, Op: specs.OpEqualTo}}},
+			{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys}}},
+		"podman's audit socket refusal": {DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"socket", "read"}, Action: specs.ActAllow},
+			{Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &einval, Args: []specs.LinuxSeccompArg{
+				{Index: 0, Value: unix.AF_NETLINK, Op: specs.OpEqualTo}, {Index: 2, Value: unix.NETLINK_AUDIT, Op: specs.OpEqualTo}}}}},
+		"refuse read, kill on write": {DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"read"}, Action: specs.ActErrno, ErrnoRet: &enosys}, {Names: []string{"write"}, Action: specs.ActKillProcess}}},
+	}
+	for name, cfg := range cases {
+		t.Run(name, func(t *testing.T) {
+			res, err := NarrowSeccomp(own, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkNarrowed(t, own, cfg, res)
+			if mayAllowCall(res, "io_uring_setup", [6]uint64{}) || !notifiesCall(res, "mount", [6]uint64{}) {
+				t.Error("io_uring allowed or mount not watched")
+			}
+			if res.DefaultAction != specs.ActErrno {
+				t.Errorf("default %s", res.DefaultAction)
+			}
+		})
+	}
+	res, _ := NarrowSeccomp(own, cases["docker's clone and vsock rules"])
+	if !mayAllowCall(res, "clone", [6]uint64{forkCloneFlags}) || mayAllowCall(res, "clone", [6]uint64{unix.CLONE_NEWTIME}) ||
+		!mayAllowCall(res, "socket", [6]uint64{unix.AF_INET}) || mayAllowCall(res, "socket", [6]uint64{40}) ||
+		!mayAllowCall(res, "personality", [6]uint64{8}) || mayAllowCall(res, "personality", [6]uint64{0}) || mayAllowCall(res, "write", [6]uint64{}) {
+		t.Errorf("docker's profile narrowed wrong: %+v", res.Syscalls)
+	}
+	res, _ = NarrowSeccomp(own, cases["podman's audit socket refusal"])
+	if !mayAllowCall(res, "socket", [6]uint64{unix.AF_INET}) || !mayAllowCall(res, "socket", [6]uint64{unix.AF_NETLINK, 3, 0}) ||
+		mayAllowCall(res, "socket", [6]uint64{unix.AF_NETLINK, 3, unix.NETLINK_AUDIT}) || mayAllowCall(res, "socket", [6]uint64{unix.AF_VSOCK}) {
+		t.Errorf("podman's socket rules narrowed wrong: %+v", res.Syscalls)
+	}
+	res, _ = NarrowSeccomp(own, cases["refuse read, kill on write"])
+	for _, r := range res.Syscalls {
+		if slices.Equal(r.Names, []string{"read"}) && (r.Action != specs.ActErrno || *r.ErrnoRet != enosys) ||
+			slices.Equal(r.Names, []string{"write"}) && r.Action != specs.ActKillProcess {
+			t.Errorf("config's refusal not kept: %+v", r)
+		}
+	}
+	if _, err := NarrowSeccomp(&specs.LinuxSeccomp{DefaultAction: specs.ActAllow}, nil); err == nil {
+		t.Error("a default-allow own profile was accepted")
+	}
+	// cfg is not modified; listenerPath is dropped.
+	cfg := &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, ListenerPath: "/x", Flags: []specs.LinuxSeccompFlag{specs.LinuxSeccompFlagSpecAllow}}
+	res, _ = NarrowSeccomp(own, cfg)
+	if res.ListenerPath != "" || slices.Contains(res.Flags, specs.LinuxSeccompFlagSpecAllow) || cfg.ListenerPath != "/x" {
+		t.Errorf("listener or SPEC_ALLOW kept: %+v", res)
+	}
+}
+
+func TestRefuseWiderSeccomp(t *testing.T) {
+	own := DefaultSeccomp(false)
+	cfg := &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, ListenerPath: "/x",
+		Architectures: []specs.Arch{specs.ArchX86_64, specs.ArchS390X},
+		Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"read", "io_uring_setup"}, Action: specs.ActAllow},
+			{Names: []string{"personality"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 0, Value: 8, Op: specs.OpEqualTo}}},
+			{Names: []string{"personality"}, Action: specs.ActAllow},
+			{Names: []string{"mount"}, Action: specs.ActErrno},
+			{Names: []string{"clone"}, Action: specs.ActLog, Args: []specs.LinuxSeccompArg{{Index: 0, Value: 0x7E020000, Op: specs.OpMaskedEqual}}},
+			{Names: []string{"clone"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 0, Value: 0x7E0200FF, Op: specs.OpMaskedEqual}}},
+		}}
+	var fields []string
+	for _, w := range RefuseWiderSeccomp(own, cfg) {
+		fields = append(fields, w.Field)
+		if w.Reason == "" {
+			t.Errorf("%s: no reason", w.Field)
+		}
+	}
+	want := []string{"linux.seccomp.defaultAction", "linux.seccomp.syscalls[0].names[1]", "linux.seccomp.syscalls[2].names[0]",
+		"linux.seccomp.syscalls[4].names[0]", "linux.seccomp.architectures[1]", "linux.seccomp.listenerPath"}
+	if !slices.Equal(fields, want) {
+		t.Errorf("fields %q\nwant %q", fields, want)
+	}
+	if w := RefuseWiderSeccomp(own, own); w != nil {
+		t.Errorf("own profile is wider than itself: %+v", w)
+	}
+	if w := RefuseWiderSeccomp(own, DefaultSeccomp(true)); w != nil {
+		t.Errorf("the audit profile widens: %+v", w)
+	}
+}
+
+// FuzzNarrowSeccomp: for any config profile, the intersection allows
+// nothing either side refuses and keeps every call maka watches watched.
+// The input is decoded into a profile: byte 0 picks file audit and the
+// default action, then 5 bytes per rule (name, action, condition count,
+// index/op, value).
+func FuzzNarrowSeccomp(f *testing.F) {
+	f.Add([]byte{0x00})
+	f.Add([]byte{0x01, 6, 0, 0, 0, 0})
+	f.Add([]byte{0x02, 6, 0, 1, 0x10, 15, 12, 1, 2, 0x16, 6})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		actions := []specs.LinuxSeccompAction{specs.ActAllow, specs.ActErrno, specs.ActLog, specs.ActNotify,
+			specs.ActTrace, specs.ActKillProcess, specs.ActTrap, "SCMP_ACT_BOGUS"}
+		ops := []specs.LinuxSeccompOperator{specs.OpEqualTo, specs.OpNotEqual, specs.OpMaskedEqual, specs.OpLessThan,
+			specs.OpGreaterEqual, specs.OpLessEqual, specs.OpGreaterThan, "SCMP_CMP_BOGUS"}
+		errno := uint(data[0] >> 3)
+		own := DefaultSeccomp(data[0]&0x80 != 0)
+		cfg := &specs.LinuxSeccomp{DefaultAction: actions[data[0]&7], DefaultErrnoRet: &errno}
+		for rest := data[1:]; len(rest) >= 5; rest = rest[5:] {
+			r := specs.LinuxSyscall{Names: []string{probeNames[int(rest[0])%len(probeNames)]}, Action: actions[rest[1]&7]}
+			for n := 0; n < int(rest[2]%3); n++ {
+				v := probeValues[(int(rest[4])+n)%len(probeValues)]
+				r.Args = append(r.Args, specs.LinuxSeccompArg{Index: uint(rest[3]>>4+byte(n)) % 3, Op: ops[(rest[3]+byte(n))&7],
+					Value: v, ValueTwo: v & uint64(rest[4]) << (n * 4)})
+			}
+			cfg.Syscalls = append(cfg.Syscalls, r)
+		}
+		res, err := NarrowSeccomp(own, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkNarrowed(t, own, cfg, res)
+		if allows(res.DefaultAction) {
+			t.Fatalf("result default %s", res.DefaultAction)
+		}
+		if RefuseWiderSeccomp(own, res) != nil {
+			t.Fatalf("the intersection is wider than own: %+v", RefuseWiderSeccomp(own, res))
+		}
+	})
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bats
+# maka's seccomp profile is an allowlist: io_uring (whose operations seccomp
+# never sees) is refused, a syscall newer than the profile answers ENOSYS
+# (so a libc falls back), ordinary programs run, and a config.json profile
+# can only narrow it: under baseline a profile that allows everything still
+# gets io_uring refused and mount watched; under restricted it is refused.
+
+MAKA_POLICY=   # restricted, the default
+load helpers
+bats_require_minimum_version 1.5.0
+
+BASELINE=$MAKA_REPO/tests/integration/fixtures/policy-baseline.json
+
+setup_file() {
+  maka_setup_file
+  local esc=$MAKA_FIXTURES/escape
+  if [ ! -x "$esc" ] || [ "$esc" -ot "$MAKA_REPO/tests/integration/fixtures/escape.c" ]; then
+    esc=$BATS_FILE_TMPDIR/escape
+    gcc -static -O2 -o "$esc" "$MAKA_REPO/tests/integration/fixtures/escape.c"
+  fi
+  install -m 755 "$esc" "$MAKA_ROOTFS/usr/bin/escape"
+  # baseline, violations denied and recorded (baseline's own default).
+  jq '. + {onViolation: "deny"}' "$BASELINE" > "$BATS_FILE_TMPDIR/baseline-deny.json"
+}
+
+teardown() {
+  teardown_all_containers
+}
+
+# run_stopped POLICY ID BUNDLE: run -d under POLICY ("" for restricted), the
+# container's output in $BATS_TEST_TMPDIR/ID.out; wait until it stops.
+run_stopped() {
+  local policy=$1 id=$2 bundle=$3 p=() deadline=$((SECONDS + 60)) pid st
+  [ -n "$policy" ] && p=(--policy "$policy")
+  MAKA_POLICY=$policy "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" "${p[@]}" \
+    run -d --bundle "$bundle" "$id" </dev/null >"$BATS_TEST_TMPDIR/$id.out" 2>&1
+  # The monitor exits when its container has stopped and is done recording.
+  if pid=$(cat "$MAKA_ROOT/$id/monitor.pid" 2>/dev/null); then
+    while read -r _ _ st _ 2>/dev/null <"/proc/$pid/stat" && [ "$st" != Z ]; do
+      [ "$SECONDS" -lt "$deadline" ] || { echo "the monitor of $id still runs" >&2; return 1; }
+      sleep 0.1
+    done
+  fi
+  wait_for_status "$id" stopped 60
+}
+
+@test "restricted: io_uring_setup is refused (EPERM) and a syscall newer than the profile answers ENOSYS" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'escape io_uring sys:1000 sys:4095; echo done'
+  run_stopped "" sc-uring "$BATS_TEST_TMPDIR/b"
+  out=$(cat "$BATS_TEST_TMPDIR/sc-uring.out")
+  echo "$out"
+  # The kernel has io_uring (6.12): without the filter, ret=3 errno=0.
+  [[ "$out" =~ io_uring\ pid=[0-9]+\ ret=-1\ errno=(EPERM|ENOSYS) ]]
+  [[ "$out" =~ sys:1000\ pid=[0-9]+\ ret=-1\ errno=ENOSYS ]]
+  [[ "$out" =~ sys:4095\ pid=[0-9]+\ ret=-1\ errno=ENOSYS ]]
+  [[ "$out" == *done* ]]
+  # Refused quietly: io_uring is not watched, nothing is recorded.
+  run maka violations --format json sc-uring
+  [ "$status" -eq 0 ]
+  jq -e 'length == 0' <<<"$output"
+  maka delete sc-uring
+  assert_nothing_left sc-uring
+}
+
+@test "restricted: busybox sh, ls, cat, sleep, a pipe, kill and signals work under the allowlist" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c '
+    ls / | grep -c . >/tmp/n; cat /tmp/n; echo piped | cat; head -c 4096 /dev/urandom | wc -c
+    sleep 30 & kill -TERM $!; wait $!; echo "killed=$?"
+    trap "echo trapped" USR1; kill -USR1 $$; sleep 0.1; date +%s >/dev/null; id -u; echo ok'
+  run -0 maka run --bundle "$BATS_TEST_TMPDIR/b" sc-ordinary
+  echo "$output"
+  [[ "$output" == *piped* ]]
+  [[ "$output" == *4096* ]]
+  [[ "$output" == *killed=143* ]]
+  [[ "$output" == *trapped* ]]
+  [[ "${lines[-1]}" == ok ]]
+  assert_nothing_left sc-ordinary
+}
+
+@test "baseline: a config.json profile with defaultAction SCMP_ACT_ALLOW still gets io_uring refused and mount watched" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'escape io_uring mount sys:1000; echo done'
+  update_config "$BATS_TEST_TMPDIR/b" '.linux.seccomp = {defaultAction: "SCMP_ACT_ALLOW"}'
+  run_stopped "$BATS_FILE_TMPDIR/baseline-deny.json" sc-allow "$BATS_TEST_TMPDIR/b"
+  out=$(cat "$BATS_TEST_TMPDIR/sc-allow.out")
+  echo "$out"
+  [[ "$out" =~ io_uring\ pid=[0-9]+\ ret=-1\ errno=(EPERM|ENOSYS) ]]
+  [[ "$out" =~ mount\ pid=[0-9]+\ ret=-1\ errno=EPERM ]]
+  [[ "$out" =~ sys:1000\ pid=[0-9]+\ ret=-1\ errno=ENOSYS ]]
+  [[ "$out" == *done* ]]
+  # mount reached the monitor: recorded with its syscall and the pid.
+  pid=$(sed -n 's/^mount pid=\([0-9]*\) .*/\1/p' <<<"$out")
+  run maka violations --format json sc-allow
+  echo "$output"
+  [ "$status" -eq 0 ]
+  jq -e --argjson pid "$pid" '[.[] | select(.type == "syscall")] | length == 1
+      and .[0].syscall == "mount" and .[0].pid == $pid and .[0].errno == "EPERM"' <<<"$output"
+  maka delete sc-allow
+  assert_nothing_left sc-allow
+}
+
+@test "restricted: a config.json profile that would allow more than maka's is refused, naming the field" {
+  make_bundle "$BATS_TEST_TMPDIR/b" /bin/true
+  update_config "$BATS_TEST_TMPDIR/b" '.linux.seccomp = {defaultAction: "SCMP_ACT_ALLOW"}'
+  run maka run --bundle "$BATS_TEST_TMPDIR/b" sc-wide
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *BOUNDARY_REJECTED* ]]
+  [[ "$output" == *linux.seccomp.defaultAction* ]]
+  assert_nothing_left sc-wide
+}
