@@ -156,7 +156,11 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 	row("namespaces", "%s", strings.Join(ns, " "))
 	sc := b.Syscalls
 	source := map[string]string{"default": "maka's allowlist", "config": "maka's allowlist narrowed by config.json's", "none": "none"}[sc.Profile]
-	row("syscalls", "%s: %d allowed, %d watched, %d denied (default %s)", source, sc.Allowed, sc.Watched, sc.Denied, sc.DefaultAction)
+	narrowed := ""
+	if sc.Narrowed > 0 {
+		narrowed = fmt.Sprintf("; %d of config.json's rules asked for more, not given", sc.Narrowed)
+	}
+	row("syscalls", "%s: %d allowed, %d watched, %d denied (default %s)%s", source, sc.Allowed, sc.Watched, sc.Denied, sc.DefaultAction, narrowed)
 	if v.Allowed {
 		row("verdict", "allowed by profile %s", v.Profile)
 	} else {

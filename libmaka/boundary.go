@@ -160,6 +160,9 @@ type Syscalls struct {
 	Allowed       int    `json:"allowed"` // syscall names allowed
 	Watched       int    `json:"watched"` // names handed to the monitor
 	Denied        int    `json:"denied"`  // names refused
+	// Narrowed: items of config.json's profile that asked for more than
+	// maka's allowlist, and were not given it.
+	Narrowed int `json:"narrowed,omitempty"`
 }
 
 // FormatSize prints a byte count the way people read limits: GiB, MiB or

@@ -133,6 +133,7 @@ func compile(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, Verdi
 		v.Items = []Item{}
 	}
 	b := summarise(ns, policy, c.timeout, c.defaultSeccomp)
+	b.Syscalls.Narrowed = c.seccompNarrowed
 	if !v.Allowed {
 		return b, v, &RejectedError{Verdict: v}
 	}
@@ -178,6 +179,9 @@ type checker struct {
 	timeout int64
 	// defaultSeccomp: config.json had no seccomp profile, maka's was added.
 	defaultSeccomp bool
+	// seccompNarrowed: how many of config.json's seccomp items asked for
+	// more than maka's allowlist gives.
+	seccompNarrowed int
 	// exec: checking a process exec'd into an existing container, whose
 	// missing capabilities mean the container's own.
 	exec bool
@@ -710,13 +714,22 @@ func (c *checker) checkLinux() {
 			c.reject(fmt.Sprintf("linux.sysctl[%q]", k), fmt.Sprintf(`"sysctls": [..., %q]`, k), "the sysctl %s is not allowed by %s", k, c.profile())
 		}
 	}
+	// maka's allowlist is a ceiling under every profile: config.json's
+	// profile may only narrow it. What it asked for beyond maka's is
+	// counted for `maka boundary`, not refused: engines' default profiles
+	// (Podman's allows ~40 calls maka refuses or watches) must still run.
+	own := DefaultSeccomp(c.policy.Audit == "files")
 	if l.Seccomp == nil {
-		l.Seccomp = DefaultSeccomp(c.policy.Audit == "files")
+		l.Seccomp = own
 		c.defaultSeccomp = true
 	} else {
-		// No profile may let the process make namespaces (nested user
-		// namespaces above all), whichever profile config.json brings.
-		denyNamespaceCreation(l.Seccomp)
+		c.seccompNarrowed = len(RefuseWiderSeccomp(own, l.Seccomp))
+		n, err := NarrowSeccomp(own, l.Seccomp)
+		if err != nil {
+			c.reject("linux.seccomp", "", "%v", err)
+			n = own
+		}
+		l.Seccomp = n
 	}
 	// A floor under every profile: config.json may add to them, never
 	// remove (without them the sandbox's root rewrites core_pattern).
@@ -877,7 +890,7 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 		if defaultSeccomp {
 			b.Syscalls.Profile = "default"
 		}
-		b.Syscalls.Allowed, b.Syscalls.Watched, b.Syscalls.Denied = seccompCounts(sc)
+		b.Syscalls.Allowed, b.Syscalls.Watched, b.Syscalls.Denied = SeccompCounts(sc)
 	}
 	return b
 }

@@ -360,6 +360,14 @@ func checkEnforced(t *testing.T, pol *libmaka.Policy, cfg *configs.Config) {
 	case r.CpuRtRuntime != 0 || r.CpuRtPeriod != 0 || r.CpuBurst != nil:
 		t.Fatal("real-time or burst CPU time reached the cgroup")
 	}
+	if cfg.Seccomp == nil || cfg.Seccomp.DefaultAction == configs.Allow || cfg.Seccomp.DefaultAction == configs.Log {
+		t.Fatalf("seccomp %+v: not default-deny", cfg.Seccomp)
+	}
+	for _, sc := range cfg.Seccomp.Syscalls {
+		if (sc.Name == "io_uring_setup" || sc.Name == "io_uring_enter") && (sc.Action == configs.Allow || sc.Action == configs.Log) {
+			t.Fatalf("%s allowed", sc.Name)
+		}
+	}
 	for k := range r.Unified {
 		if k != "memory.high" {
 			t.Fatalf("unified key %s reached the cgroup", k)

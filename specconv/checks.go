@@ -202,26 +202,3 @@ func (c *checker) checkPropagation() {
 		c.reject("linux.rootfsPropagation", "", "%q is not allowed: only private or slave (a shared root would pass the sandbox's mounts to the host)", p)
 	}
 }
-
-// seccompCounts counts the syscall names a profile's rules name, by what
-// they get: allowed, watched (notified to the monitor), denied.
-func seccompCounts(sc *specs.LinuxSeccomp) (allowed, watched, denied int) {
-	seen := map[string]bool{}
-	for _, r := range sc.Syscalls {
-		for _, n := range r.Names {
-			if seen[n] {
-				continue
-			}
-			seen[n] = true
-			switch r.Action {
-			case specs.ActAllow, specs.ActLog:
-				allowed++
-			case specs.ActNotify:
-				watched++
-			default:
-				denied++
-			}
-		}
-	}
-	return allowed, watched, denied
-}

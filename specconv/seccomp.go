@@ -136,60 +136,6 @@ const (
 		unix.CLONE_SYSVSEM | unix.CLONE_SETTLS | unix.CLONE_PARENT_SETTID | unix.CLONE_CHILD_CLEARTID
 )
 
-// denyNamespaceCreation narrows a seccomp profile that config.json brings
-// so that the process cannot make a namespace: unshare fails with EPERM,
-// clone with a CLONE_NEW* flag with EPERM, clone3 with ENOSYS (libc then
-// falls back to clone). A new user namespace needs no capability and hands
-// the process every capability inside it; maka's own profile refuses it, and
-// so must any other (Podman's, for one, allows unshare and clone3). What the
-// profile refuses stays refused: only rules that let these calls through are
-// replaced. It reports whether the profile changed.
-func denyNamespaceCreation(sc *specs.LinuxSeccomp) bool {
-	eperm, enosys := uint(unix.EPERM), uint(unix.ENOSYS)
-	changed := false
-	if seccompMayAllow(sc, "unshare", 0) {
-		stripSyscall(sc, "unshare")
-		sc.Syscalls = append(sc.Syscalls, specs.LinuxSyscall{Names: []string{"unshare"}, Action: specs.ActErrno, ErrnoRet: &eperm})
-		changed = true
-	}
-	if seccompMayAllow(sc, "clone3", 0) {
-		stripSyscall(sc, "clone3")
-		sc.Syscalls = append(sc.Syscalls, specs.LinuxSyscall{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys})
-		changed = true
-	}
-	nsAllowed := false
-	var nsMask uint64
-	for _, flag := range namespaceCloneFlags {
-		nsMask |= flag
-		nsAllowed = nsAllowed || seccompMayAllow(sc, "clone", flag|forkCloneFlags)
-	}
-	if !nsAllowed {
-		return changed
-	}
-	// Plain clone keeps the action that let it through (allow, log, notify...).
-	plain, plainAllowed := specs.LinuxSeccompAction(""), false
-	for _, r := range sc.Syscalls {
-		if slices.Contains(r.Names, "clone") && allowing(r.Action) && (argsMayMatch(r.Args, forkCloneFlags) || argsMayMatch(r.Args, threadCloneFlags)) {
-			plain, plainAllowed = r.Action, true
-			break
-		}
-	}
-	stripSyscall(sc, "clone")
-	if plainAllowed && plain != sc.DefaultAction {
-		sc.Syscalls = append(sc.Syscalls, specs.LinuxSyscall{
-			Names: []string{"clone"}, Action: plain,
-			Args: []specs.LinuxSeccompArg{{Index: 0, Value: nsMask, ValueTwo: 0, Op: specs.OpMaskedEqual}},
-		})
-	}
-	for _, flag := range namespaceCloneFlags {
-		sc.Syscalls = append(sc.Syscalls, specs.LinuxSyscall{
-			Names: []string{"clone"}, Action: specs.ActErrno, ErrnoRet: &eperm,
-			Args: []specs.LinuxSeccompArg{{Index: 0, Value: flag, ValueTwo: flag, Op: specs.OpMaskedEqual}},
-		})
-	}
-	return true
-}
-
 // allowing reports whether an action may let the call run: allow and log do,
 // and so may trace and notify (the tracer or listener decides).
 func allowing(a specs.LinuxSeccompAction) bool {
