@@ -97,12 +97,8 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		net += " " + b.Network.Path
 	}
 	row("network", "%s", net)
-	l := b.Limits
-	swap := libmaka.FormatSize(l.Swap)
-	if l.Swap < 0 {
-		swap = "unlimited"
-	}
-	row("limits", "memory %s, swap %s, pids %d, cpus %g, tmpfs %s, timeout %ds", libmaka.FormatSize(l.Memory), swap, l.Pids, l.Cpus, libmaka.FormatSize(l.TmpfsSize), l.Timeout)
+	// "unlimited" where there is no limit, never a bare 0.
+	row("limits", "%s", b.Limits)
 	row("process", "%s (cwd %s, uid %d, gid %d)", strings.Join(b.Process.Args, " "), b.Process.Cwd, b.Process.UID, b.Process.GID)
 	caps := strings.Join(b.Process.Capabilities, " ")
 	if caps == "" {
