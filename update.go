@@ -73,6 +73,9 @@ EXAMPLE:
 			return err
 		}
 		config := ctr.Config()
+		if config.Cgroups == nil || config.Cgroups.Resources == nil {
+			return fmt.Errorf("update %s: the container has no cgroup configuration", ctr.ID())
+		}
 		// Every value is held to the container's policy before anything
 		// is written, as create's config.json is.
 		next, items := checkUpdate(policy, enforcedOf(config.Cgroups.Resources), r, updateSourceName(c.IsSet))
@@ -132,7 +135,8 @@ func updateResources(c *cli.Context) (*specs.LinuxResources, error) {
 			return nil, fmt.Errorf("--resources: %w", err)
 		}
 		if err := json.Unmarshal(data, r); err != nil {
-			return nil, fmt.Errorf("--resources %s: malformed JSON: %w", path, err)
+			// Named by key and JSON type, never by Go's.
+			return nil, fmt.Errorf("--resources %s: %w", path, libmaka.JSONError(err, "resources"))
 		}
 	}
 	for _, name := range []string{"l3-cache-schema", "mem-bw-schema"} {

@@ -167,3 +167,12 @@ func TestContractAfterUpdate(t *testing.T) {
 		t.Error("the old boundary was changed in place")
 	}
 }
+
+// A --resources document of the wrong shape is named by key, not by Go type.
+func TestResourcesJSONErrorNamesTheKey(t *testing.T) {
+	var r specs.LinuxResources
+	err := libmaka.JSONError(json.Unmarshal([]byte(`{"memory": {"limit": "max"}}`), &r), "resources")
+	if err == nil || err.Error() != "memory.limit: expected a number, got a string" {
+		t.Errorf("err = %v", err)
+	}
+}

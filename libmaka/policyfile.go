@@ -49,7 +49,7 @@ func decodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		return JSONError(err, "policy")
 	}
 	// A second document would be silently ignored by a plain Decode: the
 	// file would not mean what it says.
@@ -60,18 +60,19 @@ func decodeStrict(data []byte, v any) error {
 	case err == nil:
 		return fmt.Errorf("a second JSON document follows the policy object (at byte %d): a policy file holds one object", dec.InputOffset()-int64(len(extra)))
 	default:
-		return fmt.Errorf("unexpected data after the policy object: %v", jsonError(err))
+		return fmt.Errorf("unexpected data after the policy object: %v", JSONError(err, "policy"))
 	}
 }
 
-// jsonError rewrites encoding/json's errors (which name Go types and
-// struct fields) in the policy file's own terms.
-func jsonError(err error) error {
+// JSONError rewrites encoding/json's errors (which name Go types and
+// struct fields) in the document's own terms: the key, what JSON value was
+// expected and what was found. doc names the document ("policy").
+func JSONError(err error, doc string) error {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.Is(err, io.EOF):
-		return errors.New("empty policy: expected a JSON object")
+		return fmt.Errorf("empty %s: expected a JSON object", doc)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errors.New("malformed JSON: the document ends early")
 	case errors.As(err, &syntaxErr):
@@ -79,14 +80,14 @@ func jsonError(err error) error {
 	case errors.As(err, &typeErr):
 		key := typeErr.Field
 		if key == "" {
-			key = "policy"
+			key = doc
 		}
 		return fmt.Errorf("%s: expected %s, got %s", key, jsonKind(typeErr.Type, typeErr.Value), jsonValue(typeErr.Value))
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		return fmt.Errorf("unknown key %s", name)
 	}
-	return fmt.Errorf("malformed policy: %s", strings.TrimPrefix(err.Error(), "json: "))
+	return fmt.Errorf("malformed %s: %s", doc, strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // jsonKind names what a Go type accepts, as JSON.
