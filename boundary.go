@@ -93,14 +93,6 @@ func loadPolicy(c *cli.Context) (*libmaka.Policy, error) {
 	return libmaka.LoadPolicy(c.String("policy"))
 }
 
-// orUnlimited is s, or "unlimited" when the limit n is 0 (none).
-func orUnlimited(n int64, s string) string {
-	if n <= 0 {
-		return "unlimited"
-	}
-	return s
-}
-
 func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 	w := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
@@ -125,14 +117,8 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		net += " " + b.Network.Path
 	}
 	row("network", "%s", net)
-	l := b.Limits
-	swap := libmaka.FormatSize(l.Swap)
-	if l.Swap < 0 {
-		swap = "unlimited"
-	}
-	row("limits", "memory %s, swap %s, pids %s, cpus %s, tmpfs %s, timeout %s",
-		orUnlimited(l.Memory, libmaka.FormatSize(l.Memory)), swap, orUnlimited(l.Pids, fmt.Sprint(l.Pids)),
-		orUnlimited(int64(l.Cpus*1e6), fmt.Sprint(l.Cpus)), libmaka.FormatSize(l.TmpfsSize), orUnlimited(l.Timeout, fmt.Sprintf("%ds", l.Timeout)))
+	// "unlimited" where there is no limit, never a bare 0.
+	row("limits", "%s", b.Limits)
 	cg := b.Cgroup.Path
 	if cg == "" {
 		cg = specconv.DefaultCgroupParent + "/<id>"

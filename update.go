@@ -8,9 +8,12 @@ import (
 	"strconv"
 
 	units "github.com/docker/go-units"
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/cgroups"
 	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 )
 
@@ -22,6 +25,14 @@ var updateCommand = &cli.Command{
 JSON, from a file or "-" for stdin) and/or the single-value flags, which take
 precedence. Only what is given changes.
 
+Every value is held to the policy the container was created under (its
+contract record): a value above a ceiling, "unlimited" (-1) where the policy
+has a ceiling, and what maka's contract does not model (real-time CPU, CPU
+burst, unified cgroup files, hugepages, per-device block IO, Intel RDT) are
+refused with BOUNDARY_REJECTED, and nothing changes. An accepted update
+republishes the contract's limits. Without --memory-swap, the swap beyond
+memory stays what the contract says.
+
 EXAMPLE:
        # maka update --memory 268435456 --pids-limit 100 box1
        # echo '{"cpu":{"quota":50000,"period":100000}}' | maka update -r - box1`,
@@ -29,7 +40,7 @@ EXAMPLE:
 		&cli.StringFlag{Name: "resources", Aliases: []string{"r"}, Usage: `path to a linux.resources JSON file, or "-" for stdin`},
 		&cli.StringFlag{Name: "blkio-weight", Usage: "block IO weight (10-1000; io.weight on cgroup v2)"},
 		&cli.StringFlag{Name: "cpu-period", Usage: "CPU CFS period in microseconds"},
-		&cli.StringFlag{Name: "cpu-quota", Usage: "CPU CFS quota in microseconds per period (-1: none)"},
+		&cli.StringFlag{Name: "cpu-quota", Usage: "CPU CFS quota in microseconds per period (-1: none, if the policy has no CPU ceiling)"},
 		&cli.StringFlag{Name: "cpu-burst", Usage: "CPU burst in microseconds"},
 		&cli.StringFlag{Name: "cpu-share", Usage: "CPU shares (relative weight; cpu.weight on cgroup v2)"},
 		&cli.StringFlag{Name: "cpu-rt-period", Usage: "CPU realtime period in microseconds"},
@@ -37,10 +48,10 @@ EXAMPLE:
 		&cli.StringFlag{Name: "cpu-idle", Usage: "cpu.idle (0 or 1)"},
 		&cli.StringFlag{Name: "cpuset-cpus", Usage: "CPUs to use (0-3, 0,1)"},
 		&cli.StringFlag{Name: "cpuset-mems", Usage: "memory nodes to use (0-3, 0,1)"},
-		&cli.StringFlag{Name: "memory", Usage: "memory limit in bytes (-1: none)"},
+		&cli.StringFlag{Name: "memory", Usage: "memory limit in bytes (-1: none, if the policy has no memory ceiling)"},
 		&cli.StringFlag{Name: "memory-reservation", Usage: "memory soft limit in bytes"},
-		&cli.StringFlag{Name: "memory-swap", Usage: "memory plus swap limit in bytes (-1: unlimited swap)"},
-		&cli.StringFlag{Name: "pids-limit", Usage: "maximum number of pids (-1: none)"},
+		&cli.StringFlag{Name: "memory-swap", Usage: "memory plus swap limit in bytes (-1: unlimited swap, if the policy allows it)"},
+		&cli.StringFlag{Name: "pids-limit", Usage: "maximum number of pids (-1: none, if the policy has no pids ceiling)"},
 		&cli.StringFlag{Name: "l3-cache-schema", Usage: "Intel RDT L3 cache schema (not supported)"},
 		&cli.StringFlag{Name: "mem-bw-schema", Usage: "Intel RDT memory bandwidth schema (not supported)"},
 	},
@@ -57,6 +68,20 @@ EXAMPLE:
 			return err
 		}
 		defer op.End()
+		policy, err := updatePolicy(op.Record, func() (*libmaka.Policy, error) { return loadPolicy(c) })
+		if err != nil {
+			return err
+		}
+		config := ctr.Config()
+		if config.Cgroups == nil || config.Cgroups.Resources == nil {
+			return fmt.Errorf("update %s: the container has no cgroup configuration", ctr.ID())
+		}
+		// Every value is held to the container's policy before anything
+		// is written, as create's config.json is.
+		next, items := checkUpdate(policy, enforcedOf(config.Cgroups.Resources), r, updateSourceName(c.IsSet))
+		if len(items) > 0 {
+			return &specconv.RejectedError{Verdict: specconv.Verdict{Profile: policy.Profile, Items: items, Source: "update"}}
+		}
 		cg, err := rspecconv.CreateCgroupConfig(&rspecconv.CreateOpts{
 			CgroupName: ctr.ID(),
 			Spec:       &specs.Spec{Linux: &specs.Linux{Resources: r}},
@@ -64,16 +89,31 @@ EXAMPLE:
 		if err != nil {
 			return fmt.Errorf("update %s: %w", ctr.ID(), err)
 		}
-		config := ctr.Config()
 		mergeResources(config.Cgroups.Resources, cg.Resources)
-		if r.Memory.Limit != nil && *r.Memory.Limit == -1 && r.Memory.Swap == nil {
-			// As runc: unlimited memory without a swap value lifts the
-			// swap limit too (instead of "swap limit without memory limit").
-			config.Cgroups.Resources.MemorySwap = 0
-		}
+		// The checked values, exactly: memory+swap from the contract's
+		// swap when only the memory changes, never an unset swap.
+		next.apply(config.Cgroups.Resources)
 		// As runc: update never changes the device rules.
 		config.Cgroups.SkipDevices = true
+		// The contract first (as create publishes before the cgroup
+		// exists); put back if the kernel refuses the values.
+		var old *libmaka.Boundary
+		if op.Record != nil && op.Record.Boundary != nil {
+			old = op.Record.Boundary
+			nb, err := contractAfterUpdate(old, next, r)
+			if err != nil {
+				return fmt.Errorf("update %s: %w", ctr.ID(), err)
+			}
+			if err := op.RepublishBoundary(nb); err != nil {
+				return fmt.Errorf("update %s: %w", ctr.ID(), err)
+			}
+		}
 		if err := ctr.Set(config); err != nil {
+			if old != nil {
+				if rerr := op.RepublishBoundary(old); rerr != nil {
+					logrus.Warnf("update %s: %v", ctr.ID(), rerr)
+				}
+			}
 			return fmt.Errorf("update %s: %w", ctr.ID(), err)
 		}
 		return nil
@@ -95,7 +135,8 @@ func updateResources(c *cli.Context) (*specs.LinuxResources, error) {
 			return nil, fmt.Errorf("--resources: %w", err)
 		}
 		if err := json.Unmarshal(data, r); err != nil {
-			return nil, fmt.Errorf("--resources %s: malformed JSON: %w", path, err)
+			// Named by key and JSON type, never by Go's.
+			return nil, fmt.Errorf("--resources %s: %w", path, libmaka.JSONError(err, "resources"))
 		}
 	}
 	for _, name := range []string{"l3-cache-schema", "mem-bw-schema"} {

@@ -1,11 +1,10 @@
 package libmaka
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -48,6 +47,12 @@ type Policy struct {
 	OnViolation string `json:"onViolation"`
 	// Audit: "" or "files" (record writes aimed at read-only paths).
 	Audit string `json:"audit"`
+	// Source is the policy file this policy was read from ("" for a
+	// built-in profile), and Modified says whether that file changed any
+	// item of its profile: both are persisted with each container's
+	// record, so what a sandbox was held to can be told later.
+	Source   string `json:"source,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
 }
 
 // PathRule allows binding Path (and anything below it) read-only ("ro") or
@@ -149,8 +154,8 @@ type policyFile struct {
 	Hooks          *bool       `json:"hooks"`
 	WritableRootfs *bool       `json:"writableRootfs"`
 	CgroupParents  *[]string   `json:"cgroupParents"`
-	DefaultLimits  *Limits     `json:"defaultLimits"`
-	MaxLimits      *Limits     `json:"maxLimits"`
+	DefaultLimits  *limitsFile `json:"defaultLimits"`
+	MaxLimits      *limitsFile `json:"maxLimits"`
 	OnViolation    *string     `json:"onViolation"`
 	Audit          *string     `json:"audit"`
 }
@@ -173,16 +178,15 @@ func LoadPolicy(path string) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy %s: %w", path, err)
 	}
+	p.Source = path
 	return p, nil
 }
 
 // ParsePolicy decodes a policy document; errors name the field.
 func ParsePolicy(data []byte) (*Policy, error) {
 	var f policyFile
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("malformed policy: %w", err)
+	if err := decodeStrict(data, &f); err != nil {
+		return nil, err
 	}
 	if f.Profile == "" {
 		f.Profile = ProfileRestricted
@@ -215,12 +219,11 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	if f.CgroupParents != nil {
 		p.CgroupParents = *f.CgroupParents
 	}
-	if f.DefaultLimits != nil {
-		p.DefaultLimits = *f.DefaultLimits
-	}
-	if f.MaxLimits != nil {
-		p.MaxLimits = *f.MaxLimits
-	}
+	// Limit objects merge field by field: a key the file leaves out keeps
+	// the profile's value (replacing the object would turn each missing
+	// ceiling into 0, i.e. none).
+	f.DefaultLimits.mergeInto(&p.DefaultLimits)
+	f.MaxLimits.mergeInto(&p.MaxLimits)
 	if f.OnViolation != nil {
 		p.OnViolation = *f.OnViolation
 	}
@@ -230,6 +233,8 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
+	builtin, _ := BuiltinPolicy(p.Profile)
+	p.Modified = !reflect.DeepEqual(p, builtin)
 	return p, nil
 }
 
@@ -237,8 +242,8 @@ func ParsePolicy(data []byte) (*Policy, error) {
 func (p *Policy) validate() error {
 	var errs []string
 	for i, c := range p.Capabilities {
-		if !strings.HasPrefix(c, "CAP_") || strings.ToUpper(c) != c {
-			errs = append(errs, fmt.Sprintf("capabilities[%d]: %q is not a capability name (CAP_...)", i, c))
+		if !KnownCapability(c) {
+			errs = append(errs, fmt.Sprintf("capabilities[%d]: %q is not a capability the kernel knows (e.g. CAP_NET_BIND_SERVICE)", i, c))
 		}
 	}
 	for i, r := range p.BindPaths {
@@ -254,14 +259,7 @@ func (p *Policy) validate() error {
 			errs = append(errs, fmt.Sprintf("networkModes[%d]: %q is not closed, netns or host", i, m))
 		}
 	}
-	for _, l := range []struct {
-		name string
-		v    Limits
-	}{{"defaultLimits", p.DefaultLimits}, {"maxLimits", p.MaxLimits}} {
-		if l.v.Memory < 0 || l.v.Pids < 0 || l.v.Cpus < 0 || l.v.TmpfsSize < 0 || l.v.Timeout < 0 || l.v.Swap < -1 {
-			errs = append(errs, l.name+": limits must not be negative (swap: -1 means unlimited)")
-		}
-	}
+	errs = append(errs, checkLimits(p.DefaultLimits, p.MaxLimits)...)
 	if p.OnViolation != "deny" && p.OnViolation != "kill" {
 		errs = append(errs, fmt.Sprintf("onViolation: %q is not deny or kill", p.OnViolation))
 	}

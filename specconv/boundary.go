@@ -43,6 +43,9 @@ type Verdict struct {
 	Allowed bool   `json:"allowed"`
 	Profile string `json:"profile"`
 	Items   []Item `json:"items"`
+	// Source is what asked: config.json (when empty), an exec'd process,
+	// an update.
+	Source string `json:"source,omitempty"`
 }
 
 // RejectedError is returned when the verdict is negative.
@@ -56,8 +59,12 @@ func (e *RejectedError) Error() string {
 	for i, it := range e.Verdict.Items {
 		lines[i] = "  " + it.String()
 	}
-	return fmt.Sprintf("%s: config.json asks for %d thing(s) profile %s does not allow:\n%s",
-		RejectedCode, len(lines), e.Verdict.Profile, strings.Join(lines, "\n"))
+	source := e.Verdict.Source
+	if source == "" {
+		source = "config.json"
+	}
+	return fmt.Sprintf("%s: %s asks for %d thing(s) profile %s does not allow:\n%s",
+		RejectedCode, source, len(lines), e.Verdict.Profile, strings.Join(lines, "\n"))
 }
 
 // Runtime defaults maka adds where config.json is silent.
@@ -252,7 +259,7 @@ func CheckExec(p *specs.Process, policy *libmaka.Policy) error {
 	if len(c.items) == 0 {
 		return nil
 	}
-	return &RejectedError{Verdict: Verdict{Profile: policy.Profile, Items: c.items}}
+	return &RejectedError{Verdict: Verdict{Profile: policy.Profile, Items: c.items, Source: "the exec'd process"}}
 }
 
 func (c *checker) checkNamespaces() {

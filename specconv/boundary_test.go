@@ -246,7 +246,7 @@ func TestAnnotationOnlyTightens(t *testing.T) {
 }
 
 func TestParsePolicy(t *testing.T) {
-	p, err := libmaka.ParsePolicy([]byte(`{"profile":"restricted","capabilities":["CAP_NET_BIND_SERVICE"],"maxLimits":{"memory":1073741824,"pids":10,"cpus":1,"tmpfsSize":1048576,"timeout":60}}`))
+	p, err := libmaka.ParsePolicy([]byte(`{"profile":"restricted","capabilities":["CAP_NET_BIND_SERVICE"],"defaultLimits":{"pids":10,"cpus":1,"tmpfsSize":1048576,"timeout":60},"maxLimits":{"memory":1073741824,"pids":10,"cpus":1,"tmpfsSize":1048576,"timeout":60}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,15 +166,45 @@ reject_case() {
 }
 
 @test "maka policy show prints the effective policy: restricted by default, a policy file's items replace the profile's" {
-  run --separate-stderr maka policy show
+  run --separate-stderr maka policy show --format json
   [ "$status" -eq 0 ]
-  jq -e '.profile == "restricted" and .capabilities == [] and .networkModes == ["closed"] and .defaultLimits.pids == 256 and .onViolation == "kill"' <<<"$output"
-  echo '{"profile": "baseline", "capabilities": ["CAP_KILL"], "maxLimits": {"memory": 1, "swap": 0, "pids": 1, "cpus": 1, "tmpfsSize": 1, "timeout": 1}}' > "$BATS_TEST_TMPDIR/p.json"
+  jq -e '.profile == "restricted" and .capabilities == [] and .networkModes == ["closed"] and .defaultLimits.pids == 256 and .onViolation == "kill" and (has("source") | not)' <<<"$output"
+  echo '{"profile": "baseline", "capabilities": ["CAP_KILL"], "defaultLimits": {"pids": 1}, "maxLimits": {"pids": 1, "timeout": 1}}' > "$BATS_TEST_TMPDIR/p.json"
+  run --separate-stderr maka --policy "$BATS_TEST_TMPDIR/p.json" policy show --format json
+  [ "$status" -eq 0 ]
+  # limit objects merge key by key: the ceilings the file does not name stay
+  jq -e --arg f "$BATS_TEST_TMPDIR/p.json" '.profile == "baseline" and .capabilities == ["CAP_KILL"] and .maxLimits.pids == 1 and .maxLimits.memory == 68719476736 and .maxLimits.cpus == 64 and .hooks == true and .source == $f and .modified == true' <<<"$output"
   run --separate-stderr maka --policy "$BATS_TEST_TMPDIR/p.json" policy show
   [ "$status" -eq 0 ]
-  jq -e '.profile == "baseline" and .capabilities == ["CAP_KILL"] and .maxLimits.pids == 1 and .hooks == true' <<<"$output"
+  [[ "$output" == *"baseline (modified by $BATS_TEST_TMPDIR/p.json)"* ]]
+  [[ "$output" == *"largest limits   memory 64 GiB, swap unlimited, pids 1, cpus 64, tmpfs 16 GiB, timeout 1 s"* ]]
   echo '{"profile": "baseline", "capabilites": []}' > "$BATS_TEST_TMPDIR/bad.json"
   run maka --policy "$BATS_TEST_TMPDIR/bad.json" policy show
   [ "$status" -eq 1 ]
   [[ "$output" == *"capabilites"* ]]
+}
+
+@test "a policy file means what it says: a hinted maxLimits line raises one ceiling only; typos, negatives, second documents and defaults above ceilings are errors" {
+  # The exact line BOUNDARY_REJECTED suggests for 8 GiB of memory.
+  echo '{"maxLimits": {"memory": 8589934592}}' > "$BATS_TEST_TMPDIR/p.json"
+  make_bundle "$BATS_TEST_TMPDIR/b" /bin/true
+  update_config "$BATS_TEST_TMPDIR/b" '.linux.resources.pids = {limit: 100000}'
+  run maka_io --policy "$BATS_TEST_TMPDIR/p.json" run --bundle "$BATS_TEST_TMPDIR/b" bd-pol
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"BOUNDARY_REJECTED"* ]]
+  [[ "$output" == *"linux.resources.pids.limit: 100000 pids exceed the largest allowed by profile restricted (1024)"* ]]
+  [ ! -e "$MAKA_ROOT/bd-pol" ]
+  for doc in '{"capabilities": ["CAP_SYS_ADMN"]}' '{"maxLimits": {"memory": -5}}' '{"profile": "restricted"} {"profile": "baseline"}' \
+      '{"defaultLimits": {"memory": 8589934592}}' '{"maxLimits": {"memory": "8g"}}'; do
+    echo "$doc" > "$BATS_TEST_TMPDIR/bad.json"
+    run maka --policy "$BATS_TEST_TMPDIR/bad.json" policy show
+    echo "$doc: $status: $output"
+    [ "$status" -eq 1 ]
+    [[ "$output" == "policy $BATS_TEST_TMPDIR/bad.json: "* ]]
+    [[ "$output" != *"libmaka"* && "$output" != *"Go struct"* && "$output" != *"int64"* ]]
+    run maka_io --policy "$BATS_TEST_TMPDIR/bad.json" run --bundle "$BATS_TEST_TMPDIR/b" bd-pol
+    [ "$status" -eq 1 ]
+    [ ! -e "$MAKA_ROOT/bd-pol" ]
+  done
 }

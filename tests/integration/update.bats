@@ -1,6 +1,9 @@
 #!/usr/bin/env bats
 # `maka update`: the single-value flags and --resources FILE|- change the
-# running container's cgroup v2 files, and only what is given changes.
+# running container's cgroup v2 files, and only what is given changes; every
+# value is held to the ceilings of the policy the container was created
+# under (refused with BOUNDARY_REJECTED, nothing changed), and an accepted
+# update republishes the contract's limits.
 
 load helpers
 
@@ -8,13 +11,18 @@ MiB=1048576
 
 setup_file() {
   maka_setup_file
+  # restricted (4 GiB, 1024 pids, 4 CPUs), plus up to 1 GiB of swap: u1 is
+  # held to this policy by update, whatever --policy update is given.
+  echo '{"profile": "restricted", "maxLimits": {"swap": 1073741824}}' > "$BATS_FILE_TMPDIR/policy.json"
   make_bundle "$BATS_FILE_TMPDIR/b" sh -c 'trap "exit 0" TERM; sleep 1000 & wait'
+  # a lifetime longer than this file (restricted's default is 180 s)
+  update_config "$BATS_FILE_TMPDIR/b" '.annotations["org.maka.timeout"] = "3600"'
   update_config "$BATS_FILE_TMPDIR/b" '.linux.resources += {
       memory: {limit: (128 * $mib), swap: (128 * $mib)},
       pids: {limit: 100},
       cpu: {shares: 1024, quota: 50000, period: 100000, cpus: "0-1"}
     }' --argjson mib "$MiB"
-  maka_io run -d --bundle "$BATS_FILE_TMPDIR/b" u1
+  maka_io --policy "$BATS_FILE_TMPDIR/policy.json" run -d --bundle "$BATS_FILE_TMPDIR/b" u1
   wait_for_status u1 running
   # The cgroup directory does not move: look it up once.
   export U1_CGROUP
@@ -36,12 +44,34 @@ expect() {
   fi
 }
 
-# snapshot: every limit this file touches, one "file=value" per line.
+# snapshot: every limit this file touches, one "file=value" per line, and
+# the limits of u1's contract record.
 snapshot() {
   local f
-  for f in memory.max memory.swap.max memory.low memory.high pids.max cpu.max cpu.weight cpuset.cpus io.weight; do
-    echo "$f=$(cg "$f" | tr '\n' ' ')"
+  for f in memory.max memory.swap.max memory.low memory.high pids.max cpu.max cpu.max.burst cpu.rt_runtime_us cpu.weight cpuset.cpus io.weight; do
+    echo "$f=$(cg "$f" 2>/dev/null | tr '\n' ' ')"
   done
+  echo "record=$(record_limits)"
+}
+
+# record_limits: the limits of u1's contract (the record in the store).
+record_limits() {
+  local rec
+  rec=$(find "$MAKA_STATE_DIR" -name u1.json -path '*/records/*')
+  [ -n "$rec" ] || { echo "no record of u1 under $MAKA_STATE_DIR" >&2; return 1; }
+  jq -c .boundary.limits "$rec"
+}
+
+# refused ARGS...: `maka update ARGS u1` is refused with BOUNDARY_REJECTED
+# (naming $want, default the first argument). Call `base=$(snapshot)` first;
+# `[ "$(snapshot)" = "$base" ]` at the end shows no cgroup file and not the
+# record changed (one snapshot per test: the guest is slow).
+refused() {
+  run maka update "$@" u1
+  echo "update $*: status $status: $output"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"BOUNDARY_REJECTED"* ]]
+  [[ "$output" == *"${want:-$1}"* ]]
 }
 
 @test "the container starts with the limits of its config.json" {
@@ -51,6 +81,67 @@ snapshot() {
   expect cpu.max "50000 100000"
   expect cpu.weight 100
   expect cpuset.cpus 0-1
+}
+
+@test "update --memory alone keeps the contract's swap (none): memory.swap.max stays 0" {
+  run maka update --memory $((64 * MiB)) u1
+  [ "$status" -eq 0 ]
+  expect memory.max $((64 * MiB))
+  expect memory.swap.max 0
+  [ "$(record_limits | jq .memory)" = $((64 * MiB)) ]
+  [ "$(record_limits | jq .swap)" = 0 ]
+}
+
+@test "update refuses lifting or exceeding the memory and swap ceilings: BOUNDARY_REJECTED, nothing changes" {
+  base=$(snapshot)
+  want="--memory: unlimited memory is not allowed by profile restricted (largest: 4 GiB)" refused --memory -1
+  want="--memory: 5 GiB exceeds the largest memory allowed by profile restricted (4 GiB)" refused --memory 5g
+  refused --memory 0
+  want="--memory-swap" refused --memory-swap -1
+  # 2 GiB of memory+swap with 64 MiB of memory: 1984 MiB of swap > 1 GiB
+  want="--memory-swap" refused --memory-swap 2g
+  want="--memory-swap" refused --memory $((64 * MiB)) --memory-swap $((32 * MiB))
+  refused --memory-reservation $((512 * MiB))
+  [ "$(snapshot)" = "$base" ]
+}
+
+@test "update refuses lifting or exceeding the pids and CPU ceilings, and what maka does not model" {
+  base=$(snapshot)
+  want="--pids-limit: unlimited pids are not allowed by profile restricted (largest: 1024)" refused --pids-limit -1
+  refused --pids-limit 0
+  refused --pids-limit 2000
+  want="--cpu-quota: unlimited CPU is not allowed by profile restricted (largest: 4)" refused --cpu-quota -1
+  refused --cpu-quota 500000
+  refused --cpu-period 1
+  # 50000 us per 10000 us: 5 CPUs
+  want="--cpu-period: 5 CPUs exceed" refused --cpu-period 10000
+  refused --cpu-rt-period 1000000
+  refused --cpu-rt-runtime 950000
+  refused --cpu-burst 1000
+  [ "$(snapshot)" = "$base" ]
+}
+
+@test "update --resources is held to the same ceilings: unified cgroup files and unmodelled values are refused" {
+  local doc
+  base=$(snapshot)
+  for doc in '{"unified": {"memory.max": "max"}}' '{"unified": {"pids.max": "max", "cpu.max": "max 100000"}}' \
+      '{"cpu": {"realtimeRuntime": 1000}}' '{"hugepageLimits": [{"pageSize": "2MB", "limit": 1073741824}]}' \
+      '{"blockIO": {"throttleReadBpsDevice": [{"major": 8, "minor": 0, "rate": 1}]}}'; do
+    want="--resources" refused --resources - <<<"$doc"
+  done
+  [ "$(snapshot)" = "$base" ]
+}
+
+@test "update --resources: negative, zero, huge values and swap below memory are refused" {
+  local doc
+  base=$(snapshot)
+  for doc in '{"memory": {"limit": -1}}' '{"memory": {"limit": -5}}' '{"memory": {"limit": 9223372036854775807}}' \
+      '{"memory": {"limit": 67108864, "swap": 33554432}}' '{"memory": {"swap": 0}}' \
+      '{"pids": {"limit": -1}}' '{"pids": {"limit": -7}}' \
+      '{"cpu": {"quota": 1000000000000}}' '{"cpu": {"quota": -1}}' '{"cpu": {"period": 1}}'; do
+    want="--resources" refused --resources - <<<"$doc"
+  done
+  [ "$(snapshot)" = "$base" ]
 }
 
 @test "update --memory and --memory-swap set memory.max and memory.swap.max (swap minus memory)" {
@@ -67,32 +158,17 @@ snapshot() {
   expect memory.swap.max $((1024 * MiB - 96 * MiB))
 }
 
-@test "update --memory -1 without --memory-swap lifts both memory and swap limits (as runc)" {
-  run maka update --memory -1 u1
+@test "update --memory-reservation sets memory.low" {
+  run maka update --memory-reservation $((16 * MiB)) u1
   [ "$status" -eq 0 ]
-  expect memory.max max
-  expect memory.swap.max max
-  run maka update --memory 96M --memory-swap 1g u1
-  [ "$status" -eq 0 ]
-  expect memory.max $((96 * MiB))
-  expect memory.swap.max $((1024 * MiB - 96 * MiB))
-}
-
-@test "update --memory-swap -1 lifts the swap limit; --memory-reservation sets memory.low" {
-  run maka update --memory-swap -1 --memory-reservation $((16 * MiB)) u1
-  [ "$status" -eq 0 ]
-  expect memory.swap.max max
   expect memory.low $((16 * MiB))
   expect memory.max $((96 * MiB))
 }
 
-@test "update --pids-limit sets pids.max; -1 removes the limit" {
+@test "update --pids-limit sets pids.max" {
   run maka update --pids-limit 42 u1
   [ "$status" -eq 0 ]
   expect pids.max 42
-  run maka update --pids-limit -1 u1
-  [ "$status" -eq 0 ]
-  expect pids.max max
 }
 
 @test "update --cpu-quota and --cpu-period set cpu.max; one alone keeps the other" {
@@ -105,9 +181,6 @@ snapshot() {
   run maka update --cpu-period 200000 u1
   [ "$status" -eq 0 ]
   expect cpu.max "30000 200000"
-  run maka update --cpu-quota -1 u1
-  [ "$status" -eq 0 ]
-  expect cpu.max "max 200000"
 }
 
 @test "update --cpu-share sets cpu.weight with runc's conversion (512 -> 59)" {
@@ -141,8 +214,7 @@ snapshot() {
 {
   "memory": {"limit": $((80 * MiB)), "swap": $((80 * MiB))},
   "pids": {"limit": 55},
-  "cpu": {"quota": 40000, "period": 100000, "shares": 2048},
-  "unified": {"memory.high": "$((70 * MiB))"}
+  "cpu": {"quota": 40000, "period": 100000, "shares": 2048}
 }
 EOF
   run maka update --resources "$BATS_TEST_TMPDIR/r.json" u1
@@ -152,7 +224,6 @@ EOF
   expect pids.max 55
   expect cpu.max "40000 100000"
   expect cpu.weight 174
-  expect memory.high $((70 * MiB))
 }
 
 @test "update --resources - reads the JSON from stdin" {
@@ -171,14 +242,14 @@ EOF
   run maka update --pids-limit 77 u1
   [ "$status" -eq 0 ]
   after=$(snapshot)
-  diff <(grep -v '^pids.max=' <<<"$before") <(grep -v '^pids.max=' <<<"$after")
+  diff <(grep -v '^pids.max=\|^record=' <<<"$before") <(grep -v '^pids.max=\|^record=' <<<"$after")
   expect pids.max 77
 
   before=$after
   run maka update --memory $((88 * MiB)) --memory-swap $((88 * MiB)) u1
   [ "$status" -eq 0 ]
   after=$(snapshot)
-  diff <(grep -v '^memory.max=' <<<"$before") <(grep -v '^memory.max=' <<<"$after")
+  diff <(grep -v '^memory.max=\|^record=' <<<"$before") <(grep -v '^memory.max=\|^record=' <<<"$after")
   expect memory.max $((88 * MiB))
 
   # an empty document changes nothing at all
@@ -210,6 +281,23 @@ EOF
   [ "$status" -ne 0 ]
   [[ "$output" == *"missing.json"* ]]
   [ "$(snapshot)" = "$before" ]
+}
+
+@test "an accepted update changes the cgroup files and republishes the contract's limits" {
+  run maka update --memory $((200 * MiB)) --memory-swap $((300 * MiB)) --pids-limit 300 --cpu-quota 150000 --cpu-period 100000 u1
+  [ "$status" -eq 0 ]
+  expect memory.max $((200 * MiB))
+  expect memory.swap.max $((100 * MiB))
+  expect pids.max 300
+  expect cpu.max "150000 100000"
+  record_limits | jq -e --argjson mib "$MiB" '.memory == 200 * $mib and .swap == 100 * $mib and .pids == 300 and .cpus == 1.5'
+  # the relaunch spec of the record says the same
+  jq -e --argjson mib "$MiB" '.boundary.spec.linux.resources | .memory.limit == 200 * $mib and .memory.swap == 300 * $mib and .pids.limit == 300 and .cpu.quota == 150000' \
+    "$(find "$MAKA_STATE_DIR" -name u1.json -path '*/records/*')"
+  # the container is still owned as before (update does not take it over)
+  run maka state u1
+  [ "$status" -eq 0 ]
+  jq -e '.status == "running" and (has("orphaned") | not)' <<<"$output"
 }
 
 @test "update of a missing container fails with 'does not exist'" {

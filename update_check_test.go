@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/specconv"
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+const mib = int64(1) << 20
+
+// u1 as update.bats creates it: 128 MiB, no swap, 100 pids, 0.5 CPU.
+func u1Resources() *cgroups.Resources {
+	pids := int64(100)
+	return &cgroups.Resources{Memory: 128 * mib, MemorySwap: 128 * mib, PidsLimit: &pids, CpuQuota: 50000, CpuPeriod: 100000}
+}
+
+func mustPolicy(t *testing.T, doc string) *libmaka.Policy {
+	t.Helper()
+	p, err := libmaka.ParsePolicy([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func resources(t *testing.T, doc string) *specs.LinuxResources {
+	t.Helper()
+	var r specs.LinuxResources
+	if err := json.Unmarshal([]byte(doc), &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+func fromResources(key string) string { return "--resources " + key }
+
+// Every update that would lift or pass a ceiling, or that maka does not
+// model, is refused naming the key.
+func TestCheckUpdateRefuses(t *testing.T) {
+	for _, profile := range []string{`{"profile": "restricted"}`, `{"profile": "baseline"}`} {
+		p := mustPolicy(t, profile)
+		for doc, want := range map[string]string{
+			`{"memory": {"limit": -1}}`:                             "memory.limit: unlimited memory is not allowed by profile " + p.Profile,
+			`{"memory": {"limit": -5}}`:                             "memory.limit: -5 is negative",
+			`{"memory": {"limit": 0}}`:                              "memory.limit: 0 is not a limit",
+			`{"memory": {"limit": 9223372036854775807}}`:            "memory.limit: ",
+			`{"memory": {"limit": 67108864, "swap": 33554432}}`:     "memory.swap: memory+swap (32 MiB) is smaller than the memory limit (64 MiB)",
+			`{"memory": {"swap": 0}}`:                               "memory.swap: memory+swap (0 B) is smaller",
+			`{"memory": {"swap": -7}}`:                              "memory.swap: -7 is negative",
+			`{"memory": {"reservation": 1073741824}}`:               "memory.reservation: a reservation above the memory limit",
+			`{"memory": {"kernel": 1}}`:                             "memory.kernel: not part of maka's contract",
+			`{"pids": {"limit": -1}}`:                               "pids.limit: unlimited pids are not allowed",
+			`{"pids": {"limit": 0}}`:                                "pids.limit: 0 is not a limit",
+			`{"pids": {"limit": -9}}`:                               "pids.limit: -9 is negative",
+			`{"pids": {"limit": 100000}}`:                           "pids.limit: 100000 pids exceed the largest allowed",
+			`{"cpu": {"quota": -1}}`:                                "cpu.quota: unlimited CPU is not allowed",
+			`{"cpu": {"quota": 0}}`:                                 "cpu.quota: 0 is not a quota",
+			`{"cpu": {"quota": 1000000000000}}`:                     "cpu.quota: 1e+07 CPUs exceed the largest allowed",
+			`{"cpu": {"period": 1}}`:                                "cpu.period: 1 µs is outside the kernel's range",
+			`{"cpu": {"period": 1000, "quota": 100000}}`:            "cpu.quota: 100 CPUs exceed",
+			`{"cpu": {"realtimeRuntime": 950000}}`:                  "cpu.realtimeRuntime: not part of maka's contract",
+			`{"cpu": {"realtimePeriod": 1000000}}`:                  "cpu.realtimePeriod: not part of maka's contract",
+			`{"cpu": {"burst": 1000}}`:                              "cpu.burst: not part of maka's contract",
+			`{"cpu": {"shares": 1}}`:                                "cpu.shares: 1 is out of range",
+			`{"unified": {"memory.max": "max"}}`:                    `unified["memory.max"]: cgroup files by name are not allowed`,
+			`{"hugepageLimits": [{"pageSize": "2MB", "limit": 1}]}`: "hugepageLimits: not part of maka's contract",
+			`{"blockIO": {"throttleReadBpsDevice": [{"major": 8, "minor": 0, "rate": 1}]}}`: "blockIO: only blockIO.weight may change",
+			`{"devices": [{"allow": true, "access": "rwm"}]}`:                               "devices: device rules never change",
+		} {
+			_, items := checkUpdate(p, enforcedOf(u1Resources()), resources(t, doc), fromResources)
+			var all []string
+			for _, it := range items {
+				all = append(all, it.String())
+			}
+			got := strings.Join(all, "\n")
+			if !strings.Contains(got, "--resources "+want) {
+				t.Errorf("%s %s: items %q, want one containing %q", p.Profile, doc, got, want)
+			}
+		}
+	}
+	// Swap beyond the ceiling; unlimited swap under restricted.
+	p := mustPolicy(t, `{"profile": "restricted"}`)
+	for doc, want := range map[string]string{
+		`{"memory": {"swap": -1}}`:          `memory.swap: unlimited swap is not allowed by profile restricted (largest: 0 B) (policy: "maxLimits": {"swap": -1})`,
+		`{"memory": {"swap": 268435456}}`:   `memory.swap: 128 MiB of swap exceeds the largest allowed by profile restricted (0 B) (policy: "maxLimits": {"swap": 134217728})`,
+		`{"memory": {"limit": 8589934592}}`: `memory.limit: 8 GiB exceeds the largest memory allowed by profile restricted (4 GiB) (policy: "maxLimits": {"memory": 8589934592})`,
+		`{"cpu": {"period": 10000}}`:        `cpu.period: 5 CPUs exceed the largest allowed by profile restricted (4)`,
+	} {
+		_, items := checkUpdate(p, enforcedOf(u1Resources()), resources(t, doc), fromResources)
+		if len(items) != 1 || !strings.Contains(items[0].String(), want) {
+			t.Errorf("%s: items %v, want one containing %q", doc, items, want)
+		}
+	}
+}
+
+// A flag names the item by the flag.
+func TestCheckUpdateNamesTheFlag(t *testing.T) {
+	p := mustPolicy(t, `{"profile": "restricted"}`)
+	name := updateSourceName(func(f string) bool { return f == "memory" })
+	_, items := checkUpdate(p, enforcedOf(u1Resources()), resources(t, `{"memory": {"limit": -1}}`), name)
+	if len(items) != 1 || items[0].String() != "--memory: unlimited memory is not allowed by profile restricted (largest: 4 GiB)" {
+		t.Errorf("items = %v", items)
+	}
+}
+
+// Accepted updates: --memory alone keeps the contract's swap (none), so
+// libcontainer's memory+swap follows the memory instead of turning the old
+// memory+swap into swap.
+func TestCheckUpdateAccepts(t *testing.T) {
+	p := mustPolicy(t, `{"profile": "restricted", "maxLimits": {"swap": 1073741824}}`)
+	cur := enforcedOf(u1Resources())
+	next, items := checkUpdate(p, cur, resources(t, `{"memory": {"limit": 67108864}}`), fromResources)
+	if len(items) > 0 {
+		t.Fatal(items)
+	}
+	var r cgroups.Resources
+	next.apply(&r)
+	if r.Memory != 64*mib || r.MemorySwap != 64*mib {
+		t.Errorf("memory %d, memory+swap %d: want 64 MiB both (no swap)", r.Memory, r.MemorySwap)
+	}
+	next, items = checkUpdate(p, cur, resources(t, `{"memory": {"limit": 209715200, "swap": 314572800}, "pids": {"limit": 300}, "cpu": {"quota": 150000}}`), fromResources)
+	if len(items) > 0 {
+		t.Fatal(items)
+	}
+	want := libmaka.Limits{Memory: 200 * mib, Swap: 100 * mib, Pids: 300, Cpus: 1.5, TmpfsSize: 7, Timeout: 9}
+	if got := next.limits(libmaka.Limits{TmpfsSize: 7, Timeout: 9}); got != want {
+		t.Errorf("limits %+v, want %+v", got, want)
+	}
+	// A policy without ceilings lets -1 through, as runc does.
+	free := mustPolicy(t, `{"profile": "baseline", "maxLimits": {"memory": 0, "pids": 0, "cpus": 0}, "defaultLimits": {}}`)
+	next, items = checkUpdate(free, cur, resources(t, `{"memory": {"limit": -1, "swap": -1}, "pids": {"limit": -1}, "cpu": {"quota": -1}}`), fromResources)
+	if len(items) > 0 {
+		t.Fatal(items)
+	}
+	if l := next.limits(libmaka.Limits{}); l != (libmaka.Limits{Swap: -1}) {
+		t.Errorf("limits %+v, want all unlimited", l)
+	}
+	// ... but not unlimited memory that would silently lift a swap of none.
+	_, items = checkUpdate(mustPolicy(t, `{"profile": "restricted", "maxLimits": {"memory": 0}}`), cur, resources(t, `{"memory": {"limit": -1}}`), fromResources)
+	if len(items) != 1 || !strings.Contains(items[0].Message, "without swap") {
+		t.Errorf("items = %v", items)
+	}
+}
+
+// The republished contract and its relaunch spec say what is enforced.
+func TestContractAfterUpdate(t *testing.T) {
+	b := &libmaka.Boundary{Profile: "restricted", Limits: libmaka.Limits{Memory: 128 * mib, Pids: 100, Cpus: 0.5, TmpfsSize: 5, Timeout: 6},
+		Rootfs: libmaka.Rootfs{Path: "/r", Readonly: true}, Cgroup: libmaka.Cgroup{Path: "/maka/x", CPUPeriod: 100000},
+		Process: libmaka.Process{Args: []string{"sh"}, Cwd: "/"}}
+	next := enforced{Memory: 200 * mib, Swap: 0, Pids: 300, Quota: 150000, Period: 100000}
+	nb, err := contractAfterUpdate(b, next, resources(t, `{"cpu": {"shares": 512}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nb.Limits != (libmaka.Limits{Memory: 200 * mib, Pids: 300, Cpus: 1.5, TmpfsSize: 5, Timeout: 6}) {
+		t.Errorf("limits %+v", nb.Limits)
+	}
+	// What a relaunch would write: specconv builds it from the boundary.
+	spec, err := specconv.SpecOf(nb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := spec.Linux.Resources
+	if *r.Memory.Limit != 200*mib || *r.Memory.Swap != 200*mib || *r.Pids.Limit != 300 || *r.CPU.Quota != 150000 || *r.CPU.Shares != 512 {
+		t.Errorf("relaunch resources %+v %+v %+v", r.Memory, r.Pids, r.CPU)
+	}
+	if b.Limits.Memory != 128*mib || b.Cgroup.CPUShares != nil {
+		t.Error("the old boundary was changed in place")
+	}
+}
+
+// A --resources document of the wrong shape is named by key, not by Go type.
+func TestResourcesJSONErrorNamesTheKey(t *testing.T) {
+	var r specs.LinuxResources
+	err := libmaka.JSONError(json.Unmarshal([]byte(`{"memory": {"limit": "max"}}`), &r), "resources")
+	if err == nil || err.Error() != "memory.limit: expected a number, got a string" {
+		t.Errorf("err = %v", err)
+	}
+}
