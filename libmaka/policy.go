@@ -262,6 +262,7 @@ func (p *Policy) validate() error {
 			errs = append(errs, l.name+": limits must not be negative (swap: -1 means unlimited)")
 		}
 	}
+	errs = append(errs, validateCgroupParents(p.CgroupParents)...)
 	if p.OnViolation != "deny" && p.OnViolation != "kill" {
 		errs = append(errs, fmt.Sprintf("onViolation: %q is not deny or kill", p.OnViolation))
 	}
