@@ -39,8 +39,8 @@ type Monitor struct {
 	wg           sync.WaitGroup
 	lns          []*net.UnixListener
 
-	mu       sync.Mutex
-	cgroup   string // the container's cgroup directory, once known
+	mu     sync.Mutex
+	cgroup string // the container's cgroup directory, once known
 	// cgroupFD is that directory, opened at Attach (-1 before): the kill
 	// writes cgroup.kill through it, so that it can never reach a cgroup
 	// made later at the same path (once the container's is removed, the
