@@ -121,7 +121,7 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 	row("limits", "%s", b.Limits)
 	cg := b.Cgroup.Path
 	if cg == "" {
-		cg = specconv.DefaultCgroupParent + "/<id>"
+		cg = libmaka.OwnCgroupParent + "/<id>"
 	}
 	row("cgroup", "%s", cg)
 	row("process", "%s (cwd %s, uid %d, gid %d)", strings.Join(b.Process.Args, " "), b.Process.Cwd, b.Process.UID, b.Process.GID)

@@ -96,14 +96,9 @@ func (rt *Runtime) Create(op *Op, config *configs.Config, rec Record, bundle str
 	if _, err := os.Stat(filepath.Join(rt.Root, id)); op.Record != nil || err == nil {
 		return nil, containerError(id, libcontainer.ErrExist)
 	}
-	cgroupPath, err := cgroupDir(config)
+	cgroupPath, err := placeCgroup(id, config, rec)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", id, err)
-	}
-	if populated(cgroupPath) {
-		// libcontainer refuses it too, later; refusing it before the
-		// record is published keeps recovery from killing its owner.
-		return nil, fmt.Errorf("create %s: cgroup %s already has processes", id, cgroupPath)
 	}
 	if err := op.publishFirst(&ContainerRecord{
 		Bundle:     bundle,
@@ -125,14 +120,13 @@ func (rt *Runtime) Create(op *Op, config *configs.Config, rec Record, bundle str
 	}
 	c := &Container{Container: lc, rt: rt, Record: rec}
 	// maka makes the (empty) cgroup itself, so that it exists only once
-	// the record naming it is on disk; libcontainer joins it at Start.
-	if err := os.MkdirAll(cgroupPath, 0o755); err != nil {
-		_ = lc.Destroy()
-		return nil, fmt.Errorf("create %s: cgroup: %w", id, err)
+	// the record naming it is on disk, and records its id; libcontainer
+	// joins it at Start.
+	if err := op.makeCgroup(cgroupPath); err != nil {
+		return nil, fmt.Errorf("create %s: %w", id, err)
 	}
 	CrashPoint(op.Command + ":cgroup-created")
 	if err := writeJSONAtomic(filepath.Join(rt.Root, id, recordFile), rec); err != nil {
-		_ = lc.Destroy()
 		return nil, fmt.Errorf("create %s: %w", id, err)
 	}
 	return c, nil
@@ -317,14 +311,22 @@ func (c *Container) CgroupPath() string {
 // timeout) for its init to be gone. A container whose init already exited
 // is not an error.
 func (c *Container) Kill(timeout time.Duration) error {
-	err := c.Container.Signal(unix.SIGKILL)
+	// Only the cgroup maka created (its recorded id) is killed.
+	cg, err := c.ownedCgroup()
+	if err != nil {
+		return fmt.Errorf("kill %s: %w", c.ID(), err)
+	}
+	if cg != nil {
+		defer cg.Close()
+	}
+	err = c.Container.Signal(unix.SIGKILL)
 	if err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
 		return fmt.Errorf("kill %s: %w", c.ID(), err)
 	}
 	// cgroup.kill also takes processes that left the pid namespace's
 	// reach (e.g. a shared pid namespace).
-	if p := c.CgroupPath(); p != "" {
-		_ = os.WriteFile(filepath.Join(p, "cgroup.kill"), []byte("1"), 0)
+	if cg != nil {
+		_ = killAt(cg)
 	}
 	deadline := time.Now().Add(timeout)
 	for {
@@ -339,7 +341,16 @@ func (c *Container) Kill(timeout time.Duration) error {
 }
 
 // Destroy removes the cgroup and the state (and runs poststop hooks).
+// libcontainer kills and removes the cgroup by path: only once it is
+// checked to be the one maka created.
 func (c *Container) Destroy() error {
+	cg, err := c.ownedCgroup()
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", c.ID(), err)
+	}
+	if cg != nil {
+		defer cg.Close()
+	}
 	if err := c.Container.Destroy(); err != nil {
 		return fmt.Errorf("delete %s: %w", c.ID(), err)
 	}
@@ -365,6 +376,15 @@ func writeJSONAtomic(path string, v any) error {
 
 // SignalAll sends sig to every process in the container's cgroup.
 func (c *Container) SignalAll(sig unix.Signal) error {
+	// The pids are listed from the cgroup's path: only the cgroup maka
+	// created is listed.
+	cg, err := c.ownedCgroup()
+	if err != nil {
+		return fmt.Errorf("kill %s: %w", c.ID(), err)
+	}
+	if cg != nil {
+		defer cg.Close()
+	}
 	pids, err := c.Processes()
 	if err != nil || len(pids) == 0 {
 		// No cgroup or no process: the container is not running.

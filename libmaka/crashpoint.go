@@ -16,7 +16,8 @@ import (
 // binary under test is then the binary that ships. Stages (docs/recovery.md):
 //
 //	create:record-published  record on disk, nothing else exists
-//	create:cgroup-created    + libcontainer state dir and the empty cgroup
+//	create:cgroup-made       + libcontainer state dir and the empty cgroup, its id not yet recorded
+//	create:cgroup-created    + the cgroup's id in the record
 //	create:init-setup        + init in the cgroup, mid-setup (createRuntime hooks time), no state.json
 //	create:init-spawned      + state.json, init waiting for start; pid file not written
 //	run:*                    the same four points of `maka run`

@@ -260,6 +260,7 @@ func (p *Policy) validate() error {
 		}
 	}
 	errs = append(errs, checkLimits(p.DefaultLimits, p.MaxLimits)...)
+	errs = append(errs, validateCgroupParents(p.CgroupParents)...)
 	if p.OnViolation != "deny" && p.OnViolation != "kill" {
 		errs = append(errs, fmt.Sprintf("onViolation: %q is not deny or kill", p.OnViolation))
 	}

@@ -40,7 +40,7 @@ func (rt *Runtime) reap(lock *Lock, rec *ContainerRecord) error {
 			logrus.Warnf("container %s: %v", rec.ID, err)
 		}
 	}
-	if err := killCgroup(rec.CgroupPath, reapWait); err != nil {
+	if err := killCgroup(rec.CgroupPath, rec.CgroupID, rec.Created, reapWait); err != nil {
 		return err
 	}
 	if err := unmountBelow(stateDir); err != nil {
@@ -54,45 +54,53 @@ func (rt *Runtime) reap(lock *Lock, rec *ContainerRecord) error {
 
 // killCgroup kills every process of the cgroup at path, waits for them to
 // go and removes it (and any cgroups below it). A missing cgroup is done.
-func killCgroup(path string, wait time.Duration) error {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+// Only the cgroup maka created is touched: its id must be id; without an id
+// (a create that died before recording it) it must be empty and no older
+// than created, and it is only removed (rmdir), never killed.
+func killCgroup(path string, id uint64, created time.Time, wait time.Duration) error {
+	dir, err := openOwnedCgroup(path, id, created)
+	if err != nil || dir == nil {
+		return err
+	}
+	defer dir.Close()
+	if id == 0 {
+		if err := sameCgroup(dir, path); err != nil {
+			return err
+		}
+		if err := unix.Rmdir(path); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("cgroup %s: remove: %w", path, err)
+		}
 		return nil
 	}
 	if own, err := ownCgroup(); err == nil && (own == path || strings.HasPrefix(own, path+"/")) {
 		return fmt.Errorf("cgroup %s: refusing to kill it: it holds maka itself", path)
 	}
-	if err := cgroups.WriteFile(path, "cgroup.kill", "1"); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := killAt(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("cgroup %s: kill: %w", path, err)
 	} else if err != nil {
 		killEach(path) // a kernel before 5.14: no cgroup.kill
 	}
 	deadline := time.Now().Add(wait)
-	for populated(path) {
+	for populatedAt(dir) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("cgroup %s: processes still alive %s after being killed", path, wait)
 		}
+		if err := sameCgroup(dir, path); err != nil {
+			return err
+		}
 		killEach(path)
 		time.Sleep(10 * time.Millisecond)
+	}
+	if err := sameCgroup(dir, path); err != nil {
+		if _, serr := os.Lstat(path); errors.Is(serr, os.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		return err
 	}
 	if err := cgroups.RemovePath(path); err != nil {
 		return fmt.Errorf("cgroup %s: remove: %w", path, err)
 	}
 	return nil
-}
-
-// populated reads cgroup.events: whether any process is left in the
-// cgroup or below it.
-func populated(path string) bool {
-	data, err := cgroups.ReadFile(path, "cgroup.events")
-	if err != nil {
-		return false // gone
-	}
-	for _, line := range strings.Split(data, "\n") {
-		if v, ok := strings.CutPrefix(line, "populated "); ok {
-			return strings.TrimSpace(v) != "0"
-		}
-	}
-	return false
 }
 
 // killEach SIGKILLs the processes listed in the cgroup and its children.

@@ -35,7 +35,9 @@ import (
 const DefaultStateDir = "/var/lib/maka"
 
 // RecordVersion is the version of the record format this maka writes.
-const RecordVersion = 1
+// Version 2 added cgroupID; a version 1 record names a cgroup whose id
+// maka never learnt (and which config.json could choose), so it is not read.
+const RecordVersion = 2
 
 // Stage is the last lifecycle operation maka began on a container, and
 // whether it completed. It is not the live status (`maka state` asks the
@@ -115,10 +117,15 @@ type ContainerRecord struct {
 	Bundle string `json:"bundle"`
 	// CgroupPath is the container's cgroup v2 directory, known (and
 	// recorded) before it is created.
-	CgroupPath string    `json:"cgroupPath"`
-	Created    time.Time `json:"created"`
-	Stage      Stage     `json:"stage"`
-	Owner      Owner     `json:"owner"`
+	CgroupPath string `json:"cgroupPath"`
+	// CgroupID is the id (inode number) of the cgroup maka created at
+	// CgroupPath, published right after creating it: 0 while it does not
+	// exist yet (or if the create died before recording it). maka kills
+	// and removes only the cgroup with this id (cgroupid.go).
+	CgroupID uint64    `json:"cgroupID,omitempty"`
+	Created  time.Time `json:"created"`
+	Stage    Stage     `json:"stage"`
+	Owner    Owner     `json:"owner"`
 	// Attached: the container lives only as long as Owner (a foreground
 	// `maka run`, which deletes it at the end). When Owner dies, the
 	// container is an orphan. A detached container outlives its creator.
@@ -154,6 +161,8 @@ func (r *ContainerRecord) check() error {
 		return fmt.Errorf("bundle %q: not a clean absolute path", r.Bundle)
 	case !cleanAbs(r.CgroupPath) || !strings.HasPrefix(r.CgroupPath, cgroupRoot+"/"):
 		return fmt.Errorf("cgroupPath %q: not a clean path below %s", r.CgroupPath, cgroupRoot)
+	case r.CgroupID == 0 && r.Stage != StageCreating:
+		return fmt.Errorf("stage %s without a cgroupID: a created sandbox's cgroup id is always recorded", r.Stage)
 	case !r.Stage.valid():
 		return fmt.Errorf("unknown stage %q", r.Stage)
 	case r.Owner.Pid <= 0:

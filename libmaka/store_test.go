@@ -19,6 +19,7 @@ func testRecord(t *testing.T, root, id string, stage Stage, owner Owner) *Contai
 		Root:       root,
 		Bundle:     "/bundle",
 		CgroupPath: "/sys/fs/cgroup/maka-unit-test-does-not-exist/" + id,
+		CgroupID:   4242,
 		Created:    time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Stage:      stage,
 		Owner:      owner,
@@ -440,9 +441,35 @@ func TestParseRecordRoundTrip(t *testing.T) {
 	}
 }
 
+func TestParseRecordCgroupID(t *testing.T) {
+	parse := func(mod func(r *ContainerRecord)) error {
+		rec := testRecord(t, "/run/maka", "box", StageCreated, Owner{Pid: 42, StartTime: 7, Command: "create"})
+		rec.Version = RecordVersion
+		mod(rec)
+		data, _ := json.Marshal(rec)
+		_, err := ParseRecord(data)
+		return err
+	}
+	if err := parse(func(r *ContainerRecord) {}); err != nil {
+		t.Fatal(err)
+	}
+	// A version 1 record: its cgroup id was never learnt.
+	if err := parse(func(r *ContainerRecord) { r.Version = 1 }); err == nil {
+		t.Error("a version 1 record was accepted")
+	}
+	// Only a create in progress may lack the id (the cgroup is made after
+	// the record is published).
+	if err := parse(func(r *ContainerRecord) { r.CgroupID = 0 }); err == nil || !strings.Contains(err.Error(), "cgroupID") {
+		t.Errorf("a created record without a cgroup id: %v", err)
+	}
+	if err := parse(func(r *ContainerRecord) { r.CgroupID, r.Stage = 0, StageCreating }); err != nil {
+		t.Errorf("a creating record without a cgroup id: %v", err)
+	}
+}
+
 func FuzzParseRecord(f *testing.F) {
-	rec := &ContainerRecord{Version: 1, ID: "box", Root: "/run/maka", Bundle: "/b",
-		CgroupPath: "/sys/fs/cgroup/maka/box", Stage: StageCreated,
+	rec := &ContainerRecord{Version: RecordVersion, ID: "box", Root: "/run/maka", Bundle: "/b",
+		CgroupPath: "/sys/fs/cgroup/maka/box", CgroupID: 9, Stage: StageCreated,
 		Owner: Owner{Pid: 1, StartTime: 2, Command: "create"}, Boundary: &Boundary{}}
 	seed, _ := json.Marshal(rec)
 	f.Add(seed)

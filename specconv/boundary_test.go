@@ -84,7 +84,7 @@ func convertable(t testing.TB, b *libmaka.Boundary, id string) *specs.Spec {
 		b.Rootfs.Path = t.TempDir()
 	}
 	if b.Cgroup.Path == "" {
-		b.Cgroup.Path = DefaultCgroupParent + "/" + id
+		b.Cgroup.Path = libmaka.OwnCgroupParent + "/" + id
 	}
 	if _, err := ToLibcontainer(b, Options{ID: id}); err != nil {
 		t.Fatalf("the boundary does not convert: %v", err)
@@ -373,7 +373,7 @@ func checkEnforced(t *testing.T, pol *libmaka.Policy, cfg *configs.Config) {
 			t.Fatalf("unified key %s reached the cgroup", k)
 		}
 	}
-	if !strings.HasPrefix(cfg.Cgroups.Path, DefaultCgroupParent+"/") && !slices.ContainsFunc(pol.CgroupParents, func(p string) bool {
+	if !strings.HasPrefix(cfg.Cgroups.Path, libmaka.OwnCgroupParent+"/") && !slices.ContainsFunc(pol.CgroupParents, func(p string) bool {
 		return strings.HasPrefix(cfg.Cgroups.Path, p+"/")
 	}) {
 		t.Fatalf("cgroup %s is below no parent the policy allows", cfg.Cgroups.Path)

@@ -88,56 +88,29 @@ func (c *checker) checkPriorities(p *specs.Process) {
 }
 
 // checkCgroup checks config.json's cgroupsPath against the policy's
-// cgroupParents; the path itself (with the id) is fixed by Place.
+// cgroupParents (libmaka's Policy.CgroupPath); Place fixes the path once
+// the id is known.
 func (c *checker) checkCgroup() {
 	p := c.spec.Linux.CgroupsPath
 	if p == "" {
 		return
 	}
-	if _, err := cgroupPathBelow(c.policy, p); err != nil {
+	if _, err := c.policy.CgroupPath("check", p); err != nil {
 		hint := ""
-		if filepath.IsAbs(p) && !strings.Contains(p, ":") {
-			hint = fmt.Sprintf(`"cgroupParents": [..., %q]`, filepath.Dir(filepath.Clean(p)))
+		if i := strings.LastIndexByte(p, '/'); i > 0 && filepath.IsAbs(p) && !strings.Contains(p, ":") {
+			hint = fmt.Sprintf(`"cgroupParents": [..., %q]`, filepath.Clean(p[:i]))
 		}
-		c.reject("linux.cgroupsPath", hint, "%v", err)
+		c.reject("linux.cgroupsPath", hint, "%s", strings.TrimPrefix(err.Error(), "linux.cgroupsPath: "))
 	}
-}
-
-// DefaultCgroupParent is where a sandbox's cgroup goes when config.json
-// names none: a parent only maka uses.
-const DefaultCgroupParent = "/maka"
-
-// cgroupPathBelow checks a requested cgroup path: absolute, clean, and
-// strictly below one of the policy's cgroupParents.
-func cgroupPathBelow(p *libmaka.Policy, path string) (string, error) {
-	switch {
-	case strings.Contains(path, ":"):
-		return "", fmt.Errorf("%q is a systemd slice:prefix:name path: maka manages cgroups itself (no --systemd-cgroup)", path)
-	case !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.ContainsAny(path, "\x00\n"):
-		return "", fmt.Errorf("%q is not a clean absolute cgroup path", path)
-	case len(path) > 4096:
-		return "", fmt.Errorf("the cgroup path is longer than 4096 bytes")
-	}
-	for _, parent := range p.CgroupParents {
-		if strings.HasPrefix(path, strings.TrimSuffix(parent, "/")+"/") {
-			return path, nil
-		}
-	}
-	return "", fmt.Errorf("%s is not below a cgroup parent %s allows (%s)", path, "profile "+p.Profile, strings.Join(p.CgroupParents, ", "))
 }
 
 // Place fixes the sandbox's cgroup once its id is known: config.json's
 // cgroupsPath (b.Cgroup.Path as compiled) when the policy allows it
 // (checked again), else /maka/<id>.
 func Place(b *libmaka.Boundary, policy *libmaka.Policy, id string) error {
-	requested := b.Cgroup.Path
-	if requested == "" {
-		b.Cgroup.Path = DefaultCgroupParent + "/" + id
-		return nil
-	}
-	p, err := cgroupPathBelow(policy, requested)
+	p, err := policy.CgroupPath(id, b.Cgroup.Path)
 	if err != nil {
-		return fmt.Errorf("linux.cgroupsPath: %w", err)
+		return err
 	}
 	b.Cgroup.Path = p
 	return nil

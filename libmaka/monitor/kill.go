@@ -81,3 +81,13 @@ func (m *Monitor) Warm() {
 		_, _ = waitEmpty(cg, 0)
 	}
 }
+
+// killAt writes cgroup.kill in the cgroup directory open as dirfd.
+func killAt(dirfd int) {
+	fd, err := unix.Openat(dirfd, "cgroup.kill", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return // the cgroup is gone
+	}
+	_, _ = unix.Write(fd, []byte("1"))
+	unix.Close(fd)
+}

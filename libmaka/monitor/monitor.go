@@ -39,8 +39,13 @@ type Monitor struct {
 	wg           sync.WaitGroup
 	lns          []*net.UnixListener
 
-	mu       sync.Mutex
-	cgroup   string // the container's cgroup directory, once known
+	mu     sync.Mutex
+	cgroup string // the container's cgroup directory, once known
+	// cgroupFD is that directory, opened at Attach (-1 before): the kill
+	// writes cgroup.kill through it, so that it can never reach a cgroup
+	// made later at the same path (once the container's is removed, the
+	// open fails).
+	cgroupFD int
 	tmpfs    []tmpfsMount
 	first    *Record // the first violation
 	killedBy *Record // the violation (or timeout) that destroyed the sandbox
@@ -70,7 +75,7 @@ func New(cfg Config) (*Monitor, error) {
 		j.Close()
 		return nil, err
 	}
-	return &Monitor{cfg: cfg, journal: j, stopR: r, stopW: w, quit: make(chan struct{}), done: make(chan struct{})}, nil
+	return &Monitor{cfg: cfg, journal: j, stopR: r, stopW: w, quit: make(chan struct{}), done: make(chan struct{}), cgroupFD: -1}, nil
 }
 
 // Listen creates the monitor's socket in dir (the state directory). It must
@@ -242,7 +247,7 @@ func (m *Monitor) violation(r Record, hostPid int) {
 		measured = make(chan struct{})
 		m.killMeasured = measured
 	}
-	cg := m.cgroup
+	cg, cgfd := m.cgroup, m.cgroupFD
 	m.mu.Unlock()
 	// Written before the kill, synced after it: whoever sees the sandbox
 	// stopped also sees why, and the kill does not wait for the disk.
@@ -251,7 +256,11 @@ func (m *Monitor) violation(r Record, hostPid int) {
 		if cg == "" && hostPid > 0 {
 			cg, _ = cgroupOf(hostPid)
 		}
-		if cg != "" {
+		switch {
+		case cgfd >= 0:
+			killAt(cgfd)
+		case cg != "":
+			// Before Attach: the violating process's own cgroup, just read.
 			_ = os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0)
 		}
 		if measured != nil {
@@ -304,8 +313,16 @@ func (m *Monitor) setCgroupFrom(pid int) {
 // when it stops.
 func (m *Monitor) Attach(cgroupDir string, initPid int, tmpfs []string) error {
 	held := holdTmpfs(initPid, tmpfs)
+	cgfd, err := unix.Open(cgroupDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		cgfd = -1 // gone already: there is nothing left to kill
+	}
 	m.mu.Lock()
 	m.cgroup = cgroupDir
+	if m.cgroupFD >= 0 {
+		unix.Close(m.cgroupFD)
+	}
+	m.cgroupFD = cgfd
 	m.tmpfs = held
 	if m.cfg.Timeout > 0 {
 		m.timer = time.AfterFunc(m.cfg.Timeout, m.timeout)
@@ -415,6 +432,12 @@ func (m *Monitor) Close() error {
 	m.stopW.Close()
 	m.wg.Wait()
 	m.stopR.Close()
+	m.mu.Lock()
+	if m.cgroupFD >= 0 {
+		unix.Close(m.cgroupFD)
+		m.cgroupFD = -1
+	}
+	m.mu.Unlock()
 	m.markDone()
 	return m.journal.Close()
 }
