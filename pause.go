@@ -40,6 +40,9 @@ func freeze(c *cli.Context, pause bool) error {
 		return err
 	}
 	defer op.End()
+	if err := ctr.CheckCgroup(); err != nil {
+		return err
+	}
 	if pause {
 		err = ctr.Pause()
 	} else {

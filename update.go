@@ -97,6 +97,9 @@ EXAMPLE:
 		config.Cgroups.SkipDevices = true
 		// The contract first (as create publishes before the cgroup
 		// exists); put back if the kernel refuses the values.
+		if err := ctr.CheckCgroup(); err != nil {
+			return fmt.Errorf("update %s: %w", ctr.ID(), err)
+		}
 		var old *libmaka.Boundary
 		if op.Record != nil && op.Record.Boundary != nil {
 			old = op.Record.Boundary

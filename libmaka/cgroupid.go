@@ -199,3 +199,14 @@ func (c *Container) ownedCgroup() (*os.File, error) {
 	}
 	return openOwnedCgroup(path, id, created)
 }
+
+// CheckCgroup refuses when c's cgroup is no longer the one maka created:
+// update and pause write to it by path (through libcontainer), and must
+// never write a stranger's limits or freeze a stranger's processes.
+func (c *Container) CheckCgroup() error {
+	cg, err := c.ownedCgroup()
+	if err != nil || cg == nil {
+		return err
+	}
+	return cg.Close()
+}
