@@ -624,6 +624,18 @@ func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
 		}
 		return n, true
 	}
+	// limit reads memory.max or pids.max: a number or max (-1), never 0.
+	limit := func(field, v, what string) *int64 {
+		n, ok := num(field, v)
+		if ok && n == 0 {
+			c.reject(field, "", "0 is not a %s limit", what)
+			return nil
+		}
+		if !ok {
+			return nil
+		}
+		return &n
+	}
 	var swapMax *int64
 	keep := map[string]string{}
 	for _, k := range keys {
@@ -631,12 +643,8 @@ func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
 		field := fmt.Sprintf("linux.resources.unified[%q]", k)
 		switch k {
 		case "memory.max":
-			if n, ok := num(field, v); ok {
-				if n == 0 {
-					c.reject(field, "", "0 is not a memory limit")
-					continue
-				}
-				r.Memory.Limit, f.memory = &n, field
+			if n := limit(field, v, "memory"); n != nil {
+				r.Memory.Limit, f.memory = n, field
 			}
 		case "memory.swap.max":
 			if n, ok := num(field, v); ok {
@@ -649,12 +657,8 @@ func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
 				c.reject(field, "", "0 would throttle every allocation")
 			}
 		case "pids.max":
-			if n, ok := num(field, v); ok {
-				if n == 0 {
-					c.reject(field, "", "0 is not a pids limit")
-					continue
-				}
-				r.Pids.Limit, f.pids = &n, field
+			if n := limit(field, v, "pids"); n != nil {
+				r.Pids.Limit, f.pids = n, field
 			}
 		case "cpu.max":
 			q, p, _ := strings.Cut(v, " ")
