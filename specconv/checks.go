@@ -153,8 +153,8 @@ func (c *checker) checkDeviceRules() {
 			return a[0] == *d.Major && (a[1] == -1 || a[1] == minor)
 		})
 		if !ok {
-			c.reject(field, `"devices": [..., "/dev/NAME"] and the device in linux.devices`,
-				"a rule allowing %s %d:%s is not allowed by %s: it names no device the sandbox may have", d.Type, *d.Major, minorString(minor), c.profile())
+			c.reject(field, "", "a rule allowing %s %d:%s is not allowed by %s: it names no device the sandbox has (declare the device in linux.devices, which the policy's devices must allow)",
+				d.Type, *d.Major, minorString(minor), c.profile())
 		}
 	}
 }
