@@ -66,16 +66,21 @@ func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boun
 // checkHost runs the checks that read the host (specconv.CheckHost) with
 // maka's own --root and state dir as paths no sandbox may have.
 func checkHost(c *cli.Context, b *libmaka.Boundary, policy *libmaka.Policy, bundle string) error {
+	return specconv.CheckHost(b, policy, bundle, neverPaths(c.String("root"), c.String("state-dir")))
+}
+
+// neverPaths are maka's own state directories, as given and resolved.
+func neverPaths(dirs ...string) []string {
 	var never []string
-	for _, flag := range []string{"root", "state-dir"} {
-		if p, err := filepath.Abs(c.String(flag)); err == nil {
+	for _, d := range dirs {
+		if p, err := filepath.Abs(d); err == nil {
 			never = append(never, p)
 			if r, err := filepath.EvalSymlinks(p); err == nil {
 				never = append(never, r)
 			}
 		}
 	}
-	return specconv.CheckHost(b, policy, bundle, never)
+	return never
 }
 
 // filesystemMounts provide their own directories: a destination below one

@@ -101,8 +101,17 @@ func execProcess(c *cli.Context) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	if pol := ctr.Record.Policy; pol != nil {
-		if err := specconv.CheckExec(ps, pol); err != nil {
+	// Held to the policy the container was created under (a record from
+	// a maka that kept only the profile: that built-in profile) and to
+	// its boundary.
+	pol := ctr.Record.Policy
+	if pol == nil && ctr.Record.Boundary != nil {
+		if pol, err = libmaka.BuiltinPolicy(ctr.Record.Boundary.Profile); err != nil {
+			return 1, err
+		}
+	}
+	if pol != nil {
+		if err := specconv.CheckExec(ps, pol, ctr.Record.Boundary); err != nil {
 			return 1, err
 		}
 	}

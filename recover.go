@@ -104,6 +104,19 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 	if err := checkHostSupportRelaunch(); err != nil {
 		return "", err
 	}
+	if rec.Policy == nil {
+		return "", errors.New("the record has no policy")
+	}
+	// The host may have changed since create: a bind source that was a
+	// directory may be a link to /etc now. Checked again, on a copy (the
+	// record keeps what was checked at create).
+	b, err := libmaka.CopyBoundary(b)
+	if err != nil {
+		return "", err
+	}
+	if err := specconv.CheckHost(b, rec.Policy, rec.Bundle, neverPaths(rt.Root, rt.StateDir)); err != nil {
+		return "", err
+	}
 	conv, err := specconv.ToLibcontainer(b, specconv.Options{
 		ID:           rec.ID,
 		NoPivotRoot:  rec.Options.NoPivot,
@@ -125,9 +138,6 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 	}
 	defer null.Close()
 	process.Stdin, process.Stdout, process.Stderr = null, null, null
-	if rec.Policy == nil {
-		return "", errors.New("the record has no policy")
-	}
 	// The same boundary means the same watch: maka's seccomp profile hands
 	// the watched syscalls to a monitor, which must listen before the init.
 	watchListenerPath(rt, rec.ID, conv.Config)

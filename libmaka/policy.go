@@ -280,12 +280,65 @@ func (p *Policy) Tighten(profile string) (*Policy, error) {
 		return p, nil
 	}
 	if profile == ProfileRestricted {
-		return BuiltinPolicy(ProfileRestricted)
+		return p.meetRestricted(), nil
 	}
 	if _, err := BuiltinPolicy(profile); err != nil {
 		return nil, err
 	}
 	return nil, fmt.Errorf("profile %s is looser than the policy's %s: an annotation may only tighten the profile", profile, p.Profile)
+}
+
+// meetRestricted is the stricter of p and the built-in restricted profile,
+// item by item: an annotation asking for restricted may not swap a policy
+// file's tighter limits (or its file audit) for restricted's own.
+func (p *Policy) meetRestricted() *Policy {
+	r, _ := BuiltinPolicy(ProfileRestricted)
+	r.Source, r.Modified = p.Source, p.Modified
+	r.Capabilities = intersect(r.Capabilities, p.Capabilities)
+	r.NetworkModes = intersect(r.NetworkModes, p.NetworkModes)
+	r.CgroupParents = intersect(r.CgroupParents, p.CgroupParents)
+	r.DefaultLimits = stricterLimits(r.DefaultLimits, p.DefaultLimits)
+	r.MaxLimits = stricterLimits(r.MaxLimits, p.MaxLimits)
+	if p.Audit != "" {
+		r.Audit = p.Audit
+	}
+	return r
+}
+
+func intersect(a, b []string) []string {
+	out := []string{}
+	for _, s := range a {
+		if slices.Contains(b, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// stricterLimits takes the smaller of each limit (0: no limit; swap -1:
+// unlimited).
+func stricterLimits(a, b Limits) Limits {
+	least := func(x, y int64) int64 {
+		switch {
+		case x == 0:
+			return y
+		case y == 0:
+			return x
+		}
+		return min(x, y)
+	}
+	out := Limits{
+		Memory: least(a.Memory, b.Memory), Pids: least(a.Pids, b.Pids),
+		TmpfsSize: least(a.TmpfsSize, b.TmpfsSize), Timeout: least(a.Timeout, b.Timeout),
+		Cpus: a.Cpus, Swap: a.Swap,
+	}
+	if a.Cpus == 0 || (b.Cpus != 0 && b.Cpus < a.Cpus) {
+		out.Cpus = b.Cpus
+	}
+	if a.Swap < 0 || (b.Swap >= 0 && b.Swap < a.Swap) {
+		out.Swap = b.Swap
+	}
+	return out
 }
 
 // AllowsCapability reports whether cap is on the whitelist.

@@ -79,7 +79,10 @@ var (
 	}
 	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 	// Devices every container has (libcontainer creates them anyway).
-	standardDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/console"}
+	standardDeviceNodes = map[string]deviceNode{
+		"/dev/null": {"c", 1, 3}, "/dev/zero": {"c", 1, 5}, "/dev/full": {"c", 1, 7}, "/dev/random": {"c", 1, 8},
+		"/dev/urandom": {"c", 1, 9}, "/dev/tty": {"c", 5, 0}, "/dev/console": {"c", 5, 1}, "/dev/ptmx": {"c", 5, 2},
+	}
 	// Namespaces that must be private (network is governed by the network mode).
 	mandatoryNamespaces = []specs.LinuxNamespaceType{specs.PIDNamespace, specs.MountNamespace, specs.IPCNamespace, specs.UTSNamespace}
 	// Namespaces maka can make or join (no time namespace: its offsets
@@ -207,6 +210,7 @@ func (c *checker) run() {
 	c.checkMounts()
 	c.checkLimits()
 	c.checkCgroup()
+	c.checkCgroupValues()
 	c.checkLinux()
 	c.checkHooks()
 	c.checkTimeout()
@@ -248,18 +252,47 @@ func (c *checker) checkProcess() {
 }
 
 // CheckExec holds a process to be exec'd into a container to the policy the
-// container was created under: its capabilities must be allowed, and under
-// restricted no_new_privs is forced on. p is modified in place.
-func CheckExec(p *specs.Process, policy *libmaka.Policy) error {
+// container was created under and to its boundary: its capabilities must
+// be allowed and held by the container's init, no_new_privs is forced on
+// where the init has it (and always under restricted), and its LSM labels
+// may only be the init's. p is modified in place.
+func CheckExec(p *specs.Process, policy *libmaka.Policy, b *libmaka.Boundary) error {
 	c := &checker{policy: policy, spec: &specs.Spec{Process: p}, exec: true}
 	refuseUnmodelled(reflect.ValueOf(p), "process", "process", func(field, note string) {
 		c.reject(field, "", "maka does not apply this field: %s", note)
 	})
 	c.checkProcess()
+	if b != nil {
+		c.withinInit(p, &b.Process)
+	}
 	if len(c.items) == 0 {
 		return nil
 	}
 	return &RejectedError{Verdict: Verdict{Profile: policy.Profile, Items: c.items, Source: "the exec'd process"}}
+}
+
+// withinInit refuses what an exec'd process would have beyond the
+// container's init.
+func (c *checker) withinInit(p *specs.Process, init *libmaka.Process) {
+	if caps := p.Capabilities; caps != nil {
+		sets := map[string][]string{"bounding": caps.Bounding, "effective": caps.Effective, "permitted": caps.Permitted, "inheritable": caps.Inheritable, "ambient": caps.Ambient}
+		for _, set := range capSets {
+			for i, name := range sets[set] {
+				if !slices.Contains(init.Capabilities, name) {
+					c.reject(fmt.Sprintf("process.capabilities.%s[%d]", set, i), "", "%s: the container's process does not hold it", name)
+				}
+			}
+		}
+	}
+	if init.NoNewPrivileges {
+		p.NoNewPrivileges = true
+	}
+	if p.ApparmorProfile != "" && p.ApparmorProfile != init.ApparmorProfile {
+		c.reject("process.apparmorProfile", "", "%q is not the container's AppArmor profile", p.ApparmorProfile)
+	}
+	if p.SelinuxLabel != "" && p.SelinuxLabel != init.SelinuxLabel {
+		c.reject("process.selinuxLabel", "", "%q is not the container's SELinux label", p.SelinuxLabel)
+	}
 }
 
 func (c *checker) checkNamespaces() {
@@ -289,6 +322,10 @@ func (c *checker) checkNamespaces() {
 			}
 		case specs.UserNamespace:
 			c.reject(field+".path", "", "joining an existing user namespace is not allowed")
+		case specs.MountNamespace:
+			// runc would set up the root in it and pivot_root every
+			// process that lives there.
+			c.reject(field+".path", "", "joining an existing mount namespace is never allowed")
 		default:
 			if c.policy.Profile == libmaka.ProfileRestricted {
 				c.reject(field+".path", "", "joining an existing %s namespace is not allowed by %s", n.Type, c.profile())
@@ -315,6 +352,10 @@ func (c *checker) checkMounts() {
 		m := &c.spec.Mounts[i]
 		field := fmt.Sprintf("mounts[%d]", i)
 		declared[filepath.Clean(m.Destination)] = true
+		if !filepath.IsAbs(m.Destination) {
+			c.reject(field+".destination", "", "%q is not an absolute path", m.Destination)
+		}
+		c.checkMountOptions(field, m)
 		switch {
 		case isBind(m):
 			c.checkBind(field, m)
@@ -345,7 +386,7 @@ func isBind(m *specs.Mount) bool {
 }
 
 func isReadonly(m *specs.Mount) bool {
-	return slices.Contains(m.Options, "ro")
+	return readonlyOptions(m.Options)
 }
 
 func (c *checker) checkBind(field string, m *specs.Mount) {
@@ -366,6 +407,11 @@ func (c *checker) checkBind(field string, m *specs.Mount) {
 		c.reject(field+".source", fmt.Sprintf(`"bindPaths": [..., {"path": %q, "mode": %q}]`, src, mode), "binding the host path %s is not allowed by %s", src, c.profile())
 	case rule == "ro" && !isReadonly(m):
 		c.reject(field+".options", fmt.Sprintf(`"bindPaths": [..., {"path": %q, "mode": "rw"}]`, src), "%s may only be bound read-only by %s (add \"ro\" to the options)", src, c.profile())
+	}
+	if isReadonly(m) && !slices.Contains(m.Options, "rro") {
+		// ro makes only the top mount read-only: what is mounted below
+		// the source would stay writable.
+		m.Options = append(m.Options, "rro")
 	}
 }
 
@@ -709,8 +755,17 @@ func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
 func (c *checker) checkLinux() {
 	l := c.spec.Linux
 	for i, d := range l.Devices {
-		if !slices.Contains(standardDevices, d.Path) && !c.policy.AllowsDevice(d.Path) {
-			c.reject(fmt.Sprintf("linux.devices[%d]", i), fmt.Sprintf(`"devices": [..., %q]`, d.Path), "the device %s is not allowed by %s", d.Path, c.profile())
+		field := fmt.Sprintf("linux.devices[%d]", i)
+		std, isStd := standardDeviceNodes[d.Path]
+		switch {
+		case filepath.Clean(d.Path) != d.Path || !strings.HasPrefix(d.Path, "/dev/"):
+			c.reject(field+".path", "", "%q is not a clean path below /dev", d.Path)
+		case isStd && (d.Type != std.typ || d.Major != std.major || d.Minor != std.minor):
+			// The name is not the device: runc would make /dev/null
+			// whatever node config.json says.
+			c.reject(field, "", "%s is the standard device %s %d:%d, not %s %d:%d", d.Path, std.typ, std.major, std.minor, d.Type, d.Major, d.Minor)
+		case !isStd && !c.policy.AllowsDevice(d.Path):
+			c.reject(field, fmt.Sprintf(`"devices": [..., %q]`, d.Path), "the device %s is not allowed by %s", d.Path, c.profile())
 		}
 	}
 	c.checkDeviceRules()

@@ -467,14 +467,34 @@ func TestNoCapabilitiesDeclaredMeansNone(t *testing.T) {
 
 func TestCheckExec(t *testing.T) {
 	p := &specs.Process{Args: []string{"sh"}, Cwd: "/", Capabilities: &specs.LinuxCapabilities{Effective: []string{"CAP_SYS_ADMIN"}}}
-	err := CheckExec(p, policy(t, "restricted"))
+	err := CheckExec(p, policy(t, "restricted"), nil)
 	items := rejectedItems(t, err)
 	if len(items) != 1 || items[0].Field != "process.capabilities.effective[0]" {
 		t.Errorf("items = %v", items)
 	}
 	p = &specs.Process{Args: []string{"sh"}, Cwd: "/"}
-	if err := CheckExec(p, policy(t, "restricted")); err != nil || !p.NoNewPrivileges || p.Capabilities != nil {
+	if err := CheckExec(p, policy(t, "restricted"), nil); err != nil || !p.NoNewPrivileges || p.Capabilities != nil {
 		t.Errorf("plain exec: err %v, nnp %v, caps %+v", err, p.NoNewPrivileges, p.Capabilities)
+	}
+}
+
+// An exec'd process gets nothing beyond the container's init, even what
+// the policy would allow: capabilities the init lacks, no_new_privs off,
+// another AppArmor profile.
+func TestCheckExecHeldToTheBoundary(t *testing.T) {
+	b := &libmaka.Boundary{Process: libmaka.Process{Capabilities: []string{"CAP_CHOWN"}, NoNewPrivileges: true}}
+	p := &specs.Process{Args: []string{"sh"}, Cwd: "/", ApparmorProfile: "unconfined",
+		Capabilities: &specs.LinuxCapabilities{Bounding: []string{"CAP_CHOWN", "CAP_NET_RAW"}}}
+	items := rejectedItems(t, CheckExec(p, policy(t, "baseline"), b))
+	var fields []string
+	for _, it := range items {
+		fields = append(fields, it.Field)
+	}
+	if strings.Join(fields, " ") != "process.capabilities.bounding[1] process.apparmorProfile" {
+		t.Errorf("items = %v", items)
+	}
+	if !p.NoNewPrivileges {
+		t.Error("no_new_privs not forced on as the init has it")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,23 +117,31 @@ func Place(b *libmaka.Boundary, policy *libmaka.Policy, id string) error {
 	return nil
 }
 
-// standardDeviceNumbers are the devices every container has (major,
-// minor; -1: any minor): what a device cgroup rule may allow without a
-// device of the policy's.
-var standardDeviceNumbers = [][2]int64{{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 1}, {5, 2}, {136, -1}}
+// deviceNode is a device's type ("c" or "b") and numbers (minor -1: any).
+type deviceNode struct {
+	typ          string
+	major, minor int64
+}
+
+// ptsDevices are the terminals of the sandbox's own devpts.
+var ptsDevices = deviceNode{"c", 136, -1}
 
 // checkDeviceRules holds linux.resources.devices to the devices the
-// sandbox may have: an allow rule must name a standard device or one of
-// linux.devices that the policy allows.
+// sandbox has: an allow rule must name (type and numbers) a standard
+// device, a pts, or one of linux.devices that the policy allows (whose
+// numbers CheckHost compares with the host's node).
 func (c *checker) checkDeviceRules() {
 	l := c.spec.Linux
 	if l.Resources == nil {
 		return
 	}
-	allowed := slices.Clone(standardDeviceNumbers)
+	allowed := []deviceNode{ptsDevices}
+	for _, d := range standardDeviceNodes {
+		allowed = append(allowed, d)
+	}
 	for _, d := range l.Devices {
-		if slices.Contains(standardDevices, d.Path) || c.policy.AllowsDevice(d.Path) {
-			allowed = append(allowed, [2]int64{d.Major, d.Minor})
+		if _, std := standardDeviceNodes[d.Path]; !std && c.policy.AllowsDevice(d.Path) {
+			allowed = append(allowed, deviceNode{d.Type, d.Major, d.Minor})
 		}
 	}
 	for i, d := range l.Resources.Devices {
@@ -149,8 +158,8 @@ func (c *checker) checkDeviceRules() {
 			minor = *d.Minor
 		}
 		// A rule for every minor (-1) needs an entry for every minor.
-		ok := slices.ContainsFunc(allowed, func(a [2]int64) bool {
-			return a[0] == *d.Major && (a[1] == -1 || a[1] == minor)
+		ok := slices.ContainsFunc(allowed, func(a deviceNode) bool {
+			return a.typ == d.Type && a.major == *d.Major && (a.minor == -1 || a.minor == minor)
 		})
 		if !ok {
 			c.reject(field, "", "a rule allowing %s %d:%s is not allowed by %s: it names no device the sandbox has (declare the device in linux.devices, which the policy's devices must allow)",
@@ -174,4 +183,108 @@ func (c *checker) checkPropagation() {
 	default:
 		c.reject("linux.rootfsPropagation", "", "%q is not allowed: only private or slave (a shared root would pass the sandbox's mounts to the host)", p)
 	}
+}
+
+var (
+	// hugepage sizes as the cgroup files name them (hugetlb.2MB.max).
+	hugepageSize = regexp.MustCompile(`^[0-9]+(KB|MB|GB)$`)
+	// an RDMA device name, written as a line of rdma.max.
+	rdmaDevice = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	// a cpuset list: 0-3,5
+	cpusetList = regexp.MustCompile(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
+)
+
+// checkCgroupValues checks the cgroup values besides the limits: each one
+// names a cgroup file or is written into one, so a value shaped like a
+// path (a hugepage size "x/../memory") would write another file.
+func (c *checker) checkCgroupValues() {
+	r := c.spec.Linux.Resources
+	if r == nil {
+		return
+	}
+	for i, h := range r.HugepageLimits {
+		if !hugepageSize.MatchString(h.Pagesize) {
+			c.reject(fmt.Sprintf("linux.resources.hugepageLimits[%d].pageSize", i), "", "%q is not a hugepage size such as 2MB or 1GB", h.Pagesize)
+		}
+	}
+	for name := range r.Rdma {
+		if !rdmaDevice.MatchString(name) {
+			c.reject(fmt.Sprintf("linux.resources.rdma[%q]", name), "", "not an RDMA device name")
+		}
+	}
+	if cpu := r.CPU; cpu != nil {
+		for _, f := range []struct{ field, v string }{{"cpus", cpu.Cpus}, {"mems", cpu.Mems}} {
+			if f.v != "" && !cpusetList.MatchString(f.v) {
+				c.reject("linux.resources.cpu."+f.field, "", "%q is not a list such as 0-3,5", f.v)
+			}
+		}
+	}
+	if b := r.BlockIO; b != nil {
+		if b.Weight != nil && (*b.Weight < 10 || *b.Weight > 1000) {
+			c.reject("linux.resources.blockIO.weight", "", "%d is not between 10 and 1000", *b.Weight)
+		}
+		for i, w := range b.WeightDevice {
+			if w.Weight != nil && (*w.Weight < 10 || *w.Weight > 1000) {
+				c.reject(fmt.Sprintf("linux.resources.blockIO.weightDevice[%d].weight", i), "", "%d is not between 10 and 1000", *w.Weight)
+			}
+		}
+	}
+}
+
+// mountFlags are the mount options any mount may have: each sets a flag,
+// narrows (no, r-no...), or picks a private or slave propagation. Options
+// that widen or reach the host (shared propagation, remount, idmap, the
+// recursive clearing of nosuid/nodev/noexec) are refused.
+var mountFlags = map[string]bool{
+	"ro": true, "rw": true, "rro": true, "rrw": true, "bind": true, "rbind": true,
+	"nosuid": true, "suid": true, "nodev": true, "dev": true, "noexec": true, "exec": true,
+	"sync": true, "async": true, "dirsync": true, "nomand": true, "silent": true, "loud": true,
+	"relatime": true, "norelatime": true, "noatime": true, "atime": true, "strictatime": true, "nostrictatime": true,
+	"nodiratime": true, "diratime": true, "lazytime": true, "nolazytime": true, "nosymfollow": true,
+	"rnosuid": true, "rnodev": true, "rnoexec": true, "rnoatime": true, "rnodiratime": true, "rrelatime": true,
+	"rstrictatime": true, "rnosymfollow": true,
+	"private": true, "rprivate": true, "slave": true, "rslave": true, "unbindable": true, "runbindable": true,
+	"newinstance": true,
+}
+
+// mountData are the key=value options each filesystem type may have.
+var mountData = map[string][]string{
+	"tmpfs":  {"size", "nr_blocks", "nr_inodes", "mode", "uid", "gid", "huge"},
+	"devpts": {"ptmxmode", "mode", "gid", "uid", "max"},
+	"proc":   {"hidepid", "subset"},
+}
+
+// checkMountOptions allowlists a mount's options. One option is one
+// option: runc joins them with commas, so a comma inside one would smuggle
+// more (a second size= after the checked one).
+func (c *checker) checkMountOptions(field string, m *specs.Mount) {
+	for j, o := range m.Options {
+		opt := fmt.Sprintf("%s.options[%d]", field, j)
+		k, _, data := strings.Cut(o, "=")
+		switch {
+		case strings.ContainsAny(o, ",\x00"):
+			c.reject(opt, "", "%q holds more than one option", o)
+		case data && !slices.Contains(mountData[m.Type], k):
+			c.reject(opt, "", "%q is not an option a %s mount may have here", o, m.Type)
+		case !data && !mountFlags[o]:
+			c.reject(opt, "", "the mount option %q is not allowed (shared propagation, remounts, idmaps and options that clear nosuid, nodev or noexec below a mount are refused)", o)
+		}
+	}
+}
+
+// readonlyOptions reads options as runc applies them: the last of ro and rw
+// wins, and rrw makes what is below writable again.
+func readonlyOptions(opts []string) bool {
+	ro := false
+	for _, o := range opts {
+		switch o {
+		case "ro":
+			ro = true
+		case "rw":
+			ro = false
+		case "rrw":
+			return false
+		}
+	}
+	return ro
 }

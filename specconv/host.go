@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"golang.org/x/sys/unix"
 )
 
 // nsFiles names each namespace type's file under /proc/PID/ns.
@@ -59,6 +60,24 @@ func CheckHost(b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []
 			reject(field, "%s resolves to %s, which %s does not allow to be bound this way", m.Source, resolved, "profile "+policy.Profile)
 		}
 		m.Source = resolved
+	}
+	for i, d := range b.Devices {
+		if _, std := standardDeviceNodes[d.Path]; std {
+			continue // its numbers were checked against the standard ones
+		}
+		// A device the policy allows by name must be the host's node of
+		// that name: the name is what the policy's author read.
+		field := fmt.Sprintf("linux.devices[%d]", i)
+		var st syscall.Stat_t
+		if err := syscall.Stat(d.Path, &st); err != nil {
+			reject(field, "%s: %v on the host", d.Path, describePathError(err))
+			continue
+		}
+		typ := map[uint32]string{syscall.S_IFCHR: "c", syscall.S_IFBLK: "b"}[st.Mode&syscall.S_IFMT]
+		major, minor := int64(unix.Major(st.Rdev)), int64(unix.Minor(st.Rdev))
+		if typ != d.Type || major != d.Major || minor != d.Minor {
+			reject(field, "%s is %s %d:%d on the host; config.json says %s %d:%d", d.Path, typ, major, minor, d.Type, d.Major, d.Minor)
+		}
 	}
 	for i, n := range b.Namespaces {
 		if n.Path == "" {
