@@ -26,15 +26,15 @@ EXAMPLE:
        # maka --policy baseline.json boundary --format json | jq .verdict`,
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "bundle", Aliases: []string{"b"}, Usage: "path to the bundle directory (default: the current directory)"},
-		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "table or json"},
+		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "table, json, or oci (the OCI document built from the contract: what libcontainer is handed)"},
 	},
 	Action: func(c *cli.Context) error {
 		if err := checkArgs(c, 0, exactArgs); err != nil {
 			return err
 		}
-		format, err := outputFormat(c)
-		if err != nil {
-			return err
+		format := c.String("format")
+		if format != "table" && format != "json" && format != "oci" {
+			return fmt.Errorf("--format: invalid value %q (want table, json or oci)", format)
 		}
 		policy, err := loadPolicy(c)
 		if err != nil {
@@ -70,6 +70,12 @@ EXAMPLE:
 				return err
 			}
 		}
+		if format == "oci" {
+			if !verdict.Allowed {
+				return &specconv.RejectedError{Verdict: verdict}
+			}
+			return printOCI(b)
+		}
 		if format == "json" {
 			err = printJSON(struct {
 				*libmaka.Boundary
@@ -86,6 +92,23 @@ EXAMPLE:
 		}
 		return nil
 	},
+}
+
+// printOCI prints the OCI document maka builds from the contract alone
+// (specconv.SpecOf): give it to runc or crun to run what maka runs. The
+// cgroup is config.json's own cgroupsPath, if any (maka's /maka/<id>
+// needs an id).
+func printOCI(b *libmaka.Boundary) error {
+	requested := b.Cgroup.Path
+	if requested == "" {
+		b.Cgroup.Path = libmaka.OwnCgroupParent + "/id"
+	}
+	spec, err := specconv.SpecOf(b)
+	if err != nil {
+		return err
+	}
+	spec.Linux.CgroupsPath = requested
+	return printJSON(spec)
 }
 
 // loadPolicy reads --policy, or /etc/maka/policy.json, or the restricted default.

@@ -10,7 +10,7 @@
 #
 # What each runtime runs: the *same* config.json for all three.  It is
 # `maka spec` (args /bin/true, no terminal, the busybox rootfs) normalised by
-# `maka boundary --format json` (.spec): the restricted profile's defaults
+# `maka boundary --format oci` (the document built from the contract): the restricted profile's defaults
 # are written into it (seccomp profile, memory/pids/cpu limits, sized tmpfs,
 # cgroup namespace), so runc and crun enforce what maka enforces.
 #
@@ -115,8 +115,8 @@ env -u MAKA_POLICY "$w/bin/maka" spec --bundle "$gen" || die "maka spec failed"
 jq --arg rootfs "$w/rootfs" '.process.args = ["/bin/true"] | .process.terminal = false
     | .root = {path: $rootfs, readonly: true}' "$gen/config.json" > "$gen/c.json"
 mv "$gen/c.json" "$gen/config.json"
-env -u MAKA_POLICY "$w/bin/maka" boundary --bundle "$gen" --format json > "$gen/boundary.json" ||
-  die "maka's restricted profile refuses the bench bundle: $(jq -c .verdict "$gen/boundary.json")"
+env -u MAKA_POLICY "$w/bin/maka" boundary --bundle "$gen" --format oci > "$gen/boundary.json" ||
+  die "maka's restricted profile refuses the bench bundle: $(env -u MAKA_POLICY "$w/bin/maka" boundary --bundle "$gen" 2>&1)"
 # mkbundle NAME JQ: a bundle from the normalised spec, in two forms.  NAME,
 # for maka, keeps maka's seccomp profile as it is: the watched syscalls go to
 # SCMP_ACT_NOTIFY, served by maka's monitor.  NAME.plain, for runc and crun,
@@ -131,24 +131,24 @@ mkbundle() {
     "$w/$name/config.json" > "$w/$name.plain/config.json" || die "bundle $name.plain"
 }
 # ociVersion 1.0.2: crun 1.8 refuses any other ("unknown version specified").
-mkbundle true '.spec | .ociVersion = "1.0.2"'
-mkbundle true-nonet '.spec | .ociVersion = "1.0.2" | .linux.namespaces |= map(select(.type != "network"))'
+mkbundle true '.ociVersion = "1.0.2"'
+mkbundle true-nonet '.ociVersion = "1.0.2" | .linux.namespaces |= map(select(.type != "network"))'
 # The exec container lives for the whole run: restricted's default lifetime
 # (180 s) would end it, so it asks for restricted's largest, an hour.
-mkbundle sleep '.spec | .ociVersion = "1.0.2" | .process.args = ["sleep", "100000"]
+mkbundle sleep '.ociVersion = "1.0.2" | .process.args = ["sleep", "100000"]
   | .annotations["org.maka.timeout"] = "3600"'
 # An ordinary busybox workload (issue 4: a sandbox that is watched must run
 # it at the speed of one that is not): files written, read, searched and
 # removed in /tmp, directories made, pipes and short-lived processes.
 workload='i=0; while [ $i -lt 60 ]; do echo "line $i" > /tmp/f$i; cat /tmp/f$i | grep -q line;
   mkdir -p /tmp/d$i/x; ls /tmp/d$i > /dev/null; rm -r /tmp/d$i /tmp/f$i; i=$((i + 1)); done'
-mkbundle work '.spec | .ociVersion = "1.0.2" | .process.args = ["sh", "-c", $work]' --arg work "$workload"
+mkbundle work '.ociVersion = "1.0.2" | .process.args = ["sh", "-c", $work]' --arg work "$workload"
 # A sandbox that crosses its boundary (issue 4): under restricted's kill,
 # `maka run` fails with SANDBOX_BOUNDARY_VIOLATION and the time the monitor
 # measured from the violation to the empty cgroup ("empty after N ms").
 # (mount, not unshare: a profile that config.json brings, as these bundles
 # do, has its namespace rules narrowed to a plain EPERM, not notified.)
-mkbundle escape '.spec | .ociVersion = "1.0.2" | .process.args = ["sh", "-c", "mount -t tmpfs none /tmp; echo survived"]'
+mkbundle escape '.ociVersion = "1.0.2" | .process.args = ["sh", "-c", "mount -t tmpfs none /tmp; echo survived"]'
 cp "$w/true/config.json" "$out/bench-config.json"
 cp "$w/true.plain/config.json" "$out/bench-config-plain.json"
 jq -e '[.linux.seccomp.syscalls[] | select(.action == "SCMP_ACT_NOTIFY")] | length > 0' \
@@ -325,7 +325,7 @@ cat > "$out/bench-meta.json" <<EOF
   "guestCpus": $(nproc),
   "kernel": "$(uname -r)",
   "seconds": $(( $(date +%s) - started )),
-  "config": "bench-config.json: maka spec with the restricted profile's defaults applied (maka boundary .spec)"
+  "config": "bench-config.json: maka spec with the restricted profile's defaults applied (maka boundary --format oci)"
 }
 EOF
 echo "bench: samples in $samples, errors in $errlog ($(wc -l < "$errlog") lines)" >&2

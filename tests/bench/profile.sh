@@ -16,7 +16,7 @@ mkdir -p "$w/gen" "$w/b"
 "$w/bin/maka" spec --bundle "$w/gen"
 jq --arg r "$w/rootfs" '.process.args=["/bin/true"]|.process.terminal=false|.root={path:$r,readonly:true}' \
   "$w/gen/config.json" > "$w/gen/c" && mv "$w/gen/c" "$w/gen/config.json"
-"$w/bin/maka" boundary --bundle "$w/gen" --format json | jq '.spec|.ociVersion="1.0.2"' > "$w/b/config.json"
+"$w/bin/maka" boundary --bundle "$w/gen" --format oci | jq '.ociVersion="1.0.2"' > "$w/b/config.json"
 ms() { echo $(( (${2/./} - ${1/./}) / 1000 )); }
 avg() { # avg CMD...: mean wall ms of N runs
   local i t0 t1 tot=0
