@@ -73,6 +73,11 @@ refused() {
   [ "$status" -eq 0 ]
   jq -e '.limits.memory == 268435456 and .limits.swap == 0 and .limits.pids == 100 and .limits.cpus == 0.5' <<<"$output"
   jq -e 'any(.writable[]; .path == "/tmp" and .size == 2097152)' <<<"$output"
+  # The document libcontainer is handed says the same, and has no unified.
+  run maka boundary --bundle "$BATS_TEST_TMPDIR/lim" --format oci
+  [ "$status" -eq 0 ]
+  jq -e '.linux.resources | .memory.limit == 268435456 and .memory.swap == 268435456
+         and .pids.limit == 100 and .cpu.quota == 50000 and .unified == null' <<<"$output"
   maka_io create --bundle "$BATS_TEST_TMPDIR/lim" c-lim
   [ "$(cgroup_file c-lim memory.max)" = 268435456 ]
   [ "$(cgroup_file c-lim memory.swap.max)" = 0 ]
