@@ -302,7 +302,8 @@ record_of() {
   local old_pid old_boundary declared cg
   old_pid=$(container_pid rc-relaunch)
   old_boundary=$(record_of rc-relaunch | jq -S .boundary)
-  declared=$(cd "$B" && maka boundary --format json | jq -S 'del(.verdict)')
+  # (maka boundary has no id: the record's cgroup is the one create placed)
+  declared=$(cd "$B" && maka boundary --format json | jq -S 'del(.verdict) | .cgroup.path = "/maka/rc-relaunch"')
   [ "$old_boundary" = "$declared" ]
   # A reboot: every process and cgroup gone, the tmpfs --root wiped; the
   # contract store survives.

@@ -152,7 +152,7 @@ expect_file() {
   update_config "$BATS_TEST_TMPDIR/b" '.linux.resources.memory = {limit: 67108864, swap: 33554432}'
   run maka_io create --bundle "$BATS_TEST_TMPDIR/b" r-badswap
   [ "$status" -ne 0 ]
-  [[ "$output" == *"memory+swap limit should be >= memory limit"* ]]
+  [[ "$output" == *"BOUNDARY_REJECTED"*"linux.resources.memory.swap: 33554432 is less than the memory limit 67108864"* ]]
   run maka state r-badswap
   [ "$status" -eq 1 ]
   [[ "$output" == *"does not exist"* ]]
