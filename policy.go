@@ -84,6 +84,11 @@ func printPolicyTable(out io.Writer, p *libmaka.Policy, flag string) error {
 	row("hooks", "%s", yes(p.Hooks))
 	row("writable rootfs", "%s", yes(p.WritableRootfs))
 	row("cgroup parents", "%s", list(p.CgroupParents))
+	oom := "maka's own"
+	if p.OOMScoreAdjMin != nil {
+		oom = fmt.Sprint(*p.OOMScoreAdjMin)
+	}
+	row("lowest oomScoreAdj", "%s", oom)
 	row("default limits", "%s", p.DefaultLimits)
 	row("largest limits", "%s", p.MaxLimits)
 	row("on violation", "%s", p.OnViolation)

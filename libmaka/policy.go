@@ -40,6 +40,11 @@ type Policy struct {
 	// mount) under which config.json's linux.cgroupsPath may place a
 	// sandbox; without one it goes to /maka/<id>, a parent maka owns.
 	CgroupParents []string `json:"cgroupParents"`
+	// OOMScoreAdjMin is the lowest process.oomScoreAdj allowed; nil:
+	// maka's own (a sandbox is never killed after the runtime that made
+	// it). baseline allows kubelet's -998 (a pod's sandbox and guaranteed
+	// containers), never containerd's -999 or an unkillable -1000.
+	OOMScoreAdjMin *int `json:"oomScoreAdjMin,omitempty"`
 	// DefaultLimits apply where config.json is silent; MaxLimits are ceilings.
 	DefaultLimits Limits `json:"defaultLimits"`
 	MaxLimits     Limits `json:"maxLimits"`
@@ -134,10 +139,11 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 			WritableRootfs: true,
 			// Where Podman (cgroupfs manager), containerd (its namespaces)
 			// and the CRI (kubelet's cgroupfs driver) put containers.
-			CgroupParents: []string{"/maka", "/libpod_parent", "/machine.slice", "/default", "/k8s.io", "/kubepods", "/kubepods.slice"},
-			DefaultLimits: baselineDefaultLimits,
-			MaxLimits:     Limits{Memory: 64 * gib, Swap: -1, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
-			OnViolation:   "deny",
+			CgroupParents:  []string{"/maka", "/libpod_parent", "/machine.slice", "/default", "/k8s.io", "/kubepods", "/kubepods.slice"},
+			OOMScoreAdjMin: ptr(-998),
+			DefaultLimits:  baselineDefaultLimits,
+			MaxLimits:      Limits{Memory: 64 * gib, Swap: -1, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
+			OnViolation:    "deny",
 		}, nil
 	}
 	return nil, fmt.Errorf("profile: unknown profile %q (want %s or %s)", profile, ProfileRestricted, ProfileBaseline)
@@ -154,6 +160,7 @@ type policyFile struct {
 	Hooks          *bool       `json:"hooks"`
 	WritableRootfs *bool       `json:"writableRootfs"`
 	CgroupParents  *[]string   `json:"cgroupParents"`
+	OOMScoreAdjMin *int        `json:"oomScoreAdjMin"`
 	DefaultLimits  *limitsFile `json:"defaultLimits"`
 	MaxLimits      *limitsFile `json:"maxLimits"`
 	OnViolation    *string     `json:"onViolation"`
@@ -219,6 +226,9 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	if f.CgroupParents != nil {
 		p.CgroupParents = *f.CgroupParents
 	}
+	if f.OOMScoreAdjMin != nil {
+		p.OOMScoreAdjMin = f.OOMScoreAdjMin
+	}
 	// Limit objects merge field by field: a key the file leaves out keeps
 	// the profile's value (replacing the object would turn each missing
 	// ceiling into 0, i.e. none).
@@ -261,6 +271,9 @@ func (p *Policy) validate() error {
 	}
 	errs = append(errs, checkLimits(p.DefaultLimits, p.MaxLimits)...)
 	errs = append(errs, validateCgroupParents(p.CgroupParents)...)
+	if m := p.OOMScoreAdjMin; m != nil && (*m < -999 || *m > 1000) {
+		errs = append(errs, fmt.Sprintf("oomScoreAdjMin: %d is outside -999..1000 (-1000 would make a sandbox unkillable)", *m))
+	}
 	if p.OnViolation != "deny" && p.OnViolation != "kill" {
 		errs = append(errs, fmt.Sprintf("onViolation: %q is not deny or kill", p.OnViolation))
 	}
@@ -297,6 +310,7 @@ func (p *Policy) meetRestricted() *Policy {
 	r.Capabilities = intersect(r.Capabilities, p.Capabilities)
 	r.NetworkModes = intersect(r.NetworkModes, p.NetworkModes)
 	r.CgroupParents = intersect(r.CgroupParents, p.CgroupParents)
+	r.OOMScoreAdjMin = nil // maka's own: restricted's
 	r.DefaultLimits = stricterLimits(r.DefaultLimits, p.DefaultLimits)
 	r.MaxLimits = stricterLimits(r.MaxLimits, p.MaxLimits)
 	if p.Audit != "" {
@@ -398,3 +412,5 @@ func isBelow(path, dir string) bool {
 	}
 	return strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -45,8 +45,16 @@ var fairSchedulers = []specs.LinuxSchedulerPolicy{specs.SchedOther, specs.SchedB
 // CAP_SYS_NICE would get them all the same.
 func (c *checker) checkPriorities(p *specs.Process) {
 	if a := p.OOMScoreAdj; a != nil {
-		if own := ownOOMScoreAdj(); *a < own || *a > 1000 {
-			c.reject("process.oomScoreAdj", "", "%d is outside %d..1000: a sandbox may not be killed after maka itself", *a, own)
+		low, why := ownOOMScoreAdj(), "a sandbox may not be killed after maka itself"
+		if m := c.policy.OOMScoreAdjMin; m != nil {
+			low, why = *m, "the policy's oomScoreAdjMin"
+		}
+		if *a < low || *a > 1000 {
+			hint := ""
+			if *a >= -999 && *a < low {
+				hint = fmt.Sprintf(`"oomScoreAdjMin": %d`, *a)
+			}
+			c.reject("process.oomScoreAdj", hint, "%d is outside %d..1000 (%s)", *a, low, why)
 		}
 	}
 	if s := p.Scheduler; s != nil {

@@ -51,7 +51,7 @@ var fieldClasses = []FieldClass{
 	{"process.rlimits", Modelled, true, "RLIMIT_RTPRIO and RLIMIT_RTTIME above 0 and RLIMIT_NICE above 20 are refused (real-time scheduling, priority above the host's)"},
 	{"process.noNewPrivileges", Modelled, false, "forced on under restricted"},
 	{"process.apparmorProfile", Modelled, false, "an AppArmor profile can only confine (without one the process is unconfined, as under runc); exec may only repeat the init's"},
-	{"process.oomScoreAdj", Modelled, false, "refused below maka's own (a sandbox may not be the last the OOM killer picks)"},
+	{"process.oomScoreAdj", Modelled, false, "refused below maka's own, or the policy's oomScoreAdjMin (a sandbox may not be the last the OOM killer picks)"},
 	{"process.scheduler", Modelled, true, "real-time and deadline policies, flags and a negative nice are refused"},
 	{"process.selinuxLabel", Modelled, false, "an SELinux label; exec may only repeat the init's"},
 	{"process.ioPriority", Modelled, true, "the real-time class is refused"},

@@ -191,8 +191,8 @@ assert_sandbox_gone() {
       and all(.[]; .type == "limit")' <<<"$output"
   cat "$MAKA_ROOT/vd-lim/peak.json"
   jq -e --argjson mib "$MiB" '.pids == 32 and .memory > 16 * $mib and .memory <= 32 * $mib
-      and ([.tmpfs[].path] | sort) == ["/dev/shm", "/maka/work", "/run", "/tmp"]
-      and all(.tmpfs[]; .size == (if .path == "/dev/shm" then 64 else 128 end) * $mib and .samples >= 2 and .peak >= .used)
+      and ([.tmpfs[].path] | sort) == ["/dev", "/dev/shm", "/maka/work", "/run", "/tmp"]
+      and all(.tmpfs[]; .size == (if .path == "/dev/shm" or .path == "/dev" then 64 else 128 end) * $mib and .samples >= 2 and .peak >= .used)
       and (.tmpfs[] | select(.path == "/maka/work") | .used >= 3000000 and .used < 3000000 + 65536 and .peak == .used)
       and (.tmpfs[] | select(.path == "/tmp") | .peak >= 4194304 and .peak < 5 * $mib
                                                and .used >= 262144 and .used < 262144 + 65536 and .samples >= 4)
