@@ -51,7 +51,9 @@ refused() {
   refused linux.resources.cpu.realtimeRuntime '.linux.resources.cpu.realtimeRuntime = 950000'
   refused process.commandLine '.process.commandLine = "sh"'
   refused windows '.windows = {layerFolders: ["x"]}'
-  refused 'linux.namespaces[5].type' '.linux.namespaces += [{type: "bogus"}]'
+  local n
+  n=$(jq '.linux.namespaces | length' "$BATS_FILE_TMPDIR/maka-spec-base.json")
+  refused "linux.namespaces[$n].type" '.linux.namespaces += [{type: "bogus"}]'
 }
 
 @test "limits hold: unified cannot undo them, swap is written as shown, tmpfs options are bounded" {
