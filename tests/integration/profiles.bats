@@ -53,6 +53,9 @@ fixture_bundle() {
 # it joins (ip netns add). Recorded for remove_host_side.
 provide_host_side() {
   local spec=$SPECS/$1.json dst src top ns
+  # Once per file: the tests share what it made (removed in teardown_file).
+  [ ! -e "$BATS_FILE_TMPDIR/host-side.$1" ] || return 0
+  touch "$BATS_FILE_TMPDIR/host-side.$1"
   while IFS=$'\t' read -r dst src; do
     top=$src
     while [ ! -e "$(dirname "$top")" ]; do top=$(dirname "$top"); done
@@ -99,6 +102,9 @@ remove_host_side() {
 # would allow it, and leaves nothing behind.
 refused_by_restricted() {
   local name=$1 id=$2 b=$BATS_TEST_TMPDIR/b cg n
+  # What the engine prepares on the host: `maka boundary` checks the bind
+  # sources and namespace paths there, as create does.
+  provide_host_side "$name"
   fixture_bundle "$name" "$b" /bin/true
   run maka boundary --bundle "$b"
   [ "$status" -eq 1 ]
