@@ -23,6 +23,8 @@ ROOTFS_STAMP := $(FIXTURES)/.rootfs.stamp
 TESTS ?= tests/integration
 # Extra bats flags, e.g. BATS_FLAGS='--filter "exec"'
 BATS_FLAGS ?=
+# Tests tagged soak (long stress loops) run in `make soak`, not in `make test`.
+INTEGRATION_TAGS ?= !soak
 INTEGRATION_LOG := $(CURDIR)/build/integration.tap
 # A hung test fails alone instead of stalling the suite; the guest as a whole
 # is bounded too (CI stops at 90 minutes).
@@ -40,7 +42,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: all build maka monitor static fixtures crictl capture-specs unit integration test demo bench deps deps-packages lint clean
+.PHONY: all build maka monitor static fixtures crictl capture-specs unit integration soak test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -92,8 +94,14 @@ unit:
 integration: build fixtures crictl
 	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES) MAKA_CRICTL=$(CRICTL) MAKA_RUNC=$$(command -v runc || true) \
 		MAKA_CRUN=$$(command -v crun || true) MAKA_INTEGRATION_LOG=$(INTEGRATION_LOG) BATS='$(BATS)' \
-		BATS_FLAGS='$(BATS_FLAGS)'; \
+		BATS_FLAGS="--filter-tags '$(INTEGRATION_TAGS)' $(BATS_FLAGS)"; \
 	tests/integration/run.sh $(TESTS)
+
+# The long stress tests (bats tag soak: 20 parallel create/start/delete
+# loops), in the guest like the rest; not part of `make test`.
+SOAK_TESTS ?= tests/integration/recover.bats
+soak: build fixtures crictl
+	$(MAKE) --no-print-directory integration INTEGRATION_TAGS=soak TESTS="$(SOAK_TESTS)"
 
 # One real container, end to end (in the guest unless this host is cgroup v2).
 demo: build fixtures

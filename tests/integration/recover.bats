@@ -257,6 +257,7 @@ stress_loop() {
   done
 }
 
+# bats test_tags=soak
 @test "20 parallel create/start/delete loops on distinct ids leave nothing behind" {
   local i n=${MAKA_STRESS_ITER:-2} log=$BATS_TEST_TMPDIR/stress.log pids=()
   : >"$log"
@@ -274,6 +275,7 @@ stress_loop() {
   [ "$output" = "[]" ]
 }
 
+# bats test_tags=soak
 @test "20 parallel create/start/delete loops on one id leave nothing behind" {
   local i n=${MAKA_STRESS_ITER:-2} log=$BATS_TEST_TMPDIR/stress.log pids=()
   : >"$log"
