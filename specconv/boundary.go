@@ -253,9 +253,9 @@ func (c *checker) checkProcess() {
 
 // CheckExec holds a process to be exec'd into a container to the policy the
 // container was created under and to its boundary: its capabilities must
-// be allowed and held by the container's init, no_new_privs is forced on
-// where the init has it (and always under restricted), and its LSM labels
-// may only be the init's. p is modified in place.
+// be allowed by the policy, no_new_privs is forced on where the init has it
+// (and always under restricted), and its LSM labels may only be the
+// init's. p is modified in place.
 func CheckExec(p *specs.Process, policy *libmaka.Policy, b *libmaka.Boundary) error {
 	c := &checker{policy: policy, spec: &specs.Spec{Process: p}, exec: true}
 	refuseUnmodelled(reflect.ValueOf(p), "process", "process", func(field, note string) {
@@ -272,18 +272,10 @@ func CheckExec(p *specs.Process, policy *libmaka.Policy, b *libmaka.Boundary) er
 }
 
 // withinInit refuses what an exec'd process would have beyond the
-// container's init.
+// container's init: no_new_privs where the init has it, LSM labels other
+// than the init's. Capabilities are held to the policy (checkProcess), as
+// runc's exec --cap adds ones the init lacks.
 func (c *checker) withinInit(p *specs.Process, init *libmaka.Process) {
-	if caps := p.Capabilities; caps != nil {
-		sets := map[string][]string{"bounding": caps.Bounding, "effective": caps.Effective, "permitted": caps.Permitted, "inheritable": caps.Inheritable, "ambient": caps.Ambient}
-		for _, set := range capSets {
-			for i, name := range sets[set] {
-				if !slices.Contains(init.Capabilities, name) {
-					c.reject(fmt.Sprintf("process.capabilities.%s[%d]", set, i), "", "%s: the container's process does not hold it", name)
-				}
-			}
-		}
-	}
 	if init.NoNewPrivileges {
 		p.NoNewPrivileges = true
 	}

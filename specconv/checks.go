@@ -253,6 +253,8 @@ var mountFlags = map[string]bool{
 	"rstrictatime": true, "rnosymfollow": true,
 	"private": true, "rprivate": true, "slave": true, "rslave": true, "unbindable": true, "runbindable": true,
 	"newinstance": true,
+	// Podman's: the tmpfs starts with a copy of what the root has there.
+	"tmpcopyup": true,
 }
 
 // mountData are the key=value options each filesystem type may have.
