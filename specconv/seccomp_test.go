@@ -165,3 +165,60 @@ func TestAuditPolicyAddsTheOpenRulesAndLibcontainerListens(t *testing.T) {
 		t.Fatal("no profile notifies")
 	}
 }
+
+// Test helpers: how a profile may answer a call, read conservatively.
+
+// allowing reports whether an action may let the call run: allow and log do,
+// and so may trace and notify (the tracer or listener decides).
+func allowing(a specs.LinuxSeccompAction) bool {
+	switch a {
+	case specs.ActAllow, specs.ActLog, specs.ActTrace, specs.ActNotify:
+		return true
+	}
+	return false
+}
+
+// seccompMayAllow reports whether the profile may let name run with its
+// first argument arg0: some rule for it that may match lets it through, or
+// no rule may match and the default action does. Conditions on other
+// arguments may match (they are unknown here), which errs toward "allowed".
+func seccompMayAllow(sc *specs.LinuxSeccomp, name string, arg0 uint64) bool {
+	matched := false
+	for _, r := range sc.Syscalls {
+		if !slices.Contains(r.Names, name) || !argsMayMatch(r.Args, arg0) {
+			continue
+		}
+		if allowing(r.Action) {
+			return true
+		}
+		matched = true
+	}
+	return !matched && allowing(sc.DefaultAction)
+}
+
+// argsMayMatch evaluates a rule's conditions on arg0 as libcontainer adds
+// them: all of them must hold, unless one argument has several conditions,
+// in which case each is a rule of its own (any may hold).
+func argsMayMatch(args []specs.LinuxSeccompArg, arg0 uint64) bool {
+	if len(args) == 0 {
+		return true
+	}
+	perIndex := map[uint]int{}
+	for _, a := range args {
+		perIndex[a.Index]++
+	}
+	anyOf := false
+	for _, n := range perIndex {
+		anyOf = anyOf || n > 1
+	}
+	for _, a := range args {
+		holds := a.Index != 0 || condHolds(a, arg0)
+		if anyOf && holds {
+			return true
+		}
+		if !anyOf && !holds {
+			return false
+		}
+	}
+	return !anyOf
+}
