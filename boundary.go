@@ -10,6 +10,7 @@ import (
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
+	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/urfave/cli/v2"
 )
 
@@ -163,6 +164,7 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		ns = append(ns, s)
 	}
 	row("namespaces", "%s", strings.Join(ns, " "))
+	row("users", "%s", usersString(b))
 	sc := b.Syscalls
 	source := map[string]string{"default": "maka's allowlist", "config": "maka's allowlist narrowed by config.json's", "none": "none"}[sc.Profile]
 	narrowed := ""
@@ -179,4 +181,26 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		}
 	}
 	return w.Flush()
+}
+
+// usersString says whose ids the sandbox's processes hold on the host.
+func usersString(b *libmaka.Boundary) string {
+	u := b.Users
+	maps := func(ms []specs.LinuxIDMapping) string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, fmt.Sprintf("%d..%d = host %d..%d", m.ContainerID, uint64(m.ContainerID)+uint64(m.Size)-1, m.HostID, uint64(m.HostID)+uint64(m.Size)-1))
+		}
+		return strings.Join(out, ", ")
+	}
+	switch {
+	case !u.Namespace:
+		return "the host's own (no user namespace: uid 0 is the host's root)"
+	case len(b.UIDMappings) > 0 && u.Source == libmaka.IDsFromPool:
+		return fmt.Sprintf("user namespace: ids %s (leased from maka's pool)", maps(b.UIDMappings))
+	case u.Source == libmaka.IDsFromPool:
+		p := u.Pool
+		return fmt.Sprintf("user namespace: ids 0..%d = a free block of host ids leased at create from the pool %d..%d (%d blocks)", p.Size-1, p.Start, p.End()-1, p.Count)
+	}
+	return fmt.Sprintf("user namespace: uids %s; gids %s (config.json's)", maps(b.UIDMappings), maps(b.GIDMappings))
 }

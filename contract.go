@@ -14,31 +14,32 @@ import (
 )
 
 // compileContract turns config.json into the boundary contract, checked
-// against the policy, and the libcontainer configuration that enforces it.
-// It touches nothing on the host but reads of the root filesystem: a
-// rejected bundle leaves nothing behind. The bundle must be the cwd.
-func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boundary, *libmaka.Policy, *specconv.Converted, error) {
+// against the policy. It touches nothing on the host but reads of the root
+// filesystem: a rejected bundle leaves nothing behind. The bundle must be
+// the cwd. enforce then gives the boundary its ids and derives the
+// libcontainer configuration from it.
+func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boundary, *libmaka.Policy, error) {
 	policy, err := loadPolicy(c)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	b, err := specconv.ToBoundary(spec, policy)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	// The boundary was checked against the effective policy; exec keeps it.
 	if policy, err = specconv.EffectivePolicy(spec, policy); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	bundle, err := os.Getwd()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if err := checkHost(c, b, policy, bundle); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if err := specconv.Place(b, policy, id); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	// A read-only root is the trusted root: never written, so every mount
 	// point must already be there. A writable root (allowed by the policy,
@@ -49,18 +50,22 @@ func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boun
 	if b.Rootfs.Readonly {
 		dests, fields := mountpointsInRoot(b)
 		if err := libmaka.CheckMountpoints(b.Rootfs.Path, dests, fields); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 	}
-	conv, err := specconv.ToLibcontainer(b, specconv.Options{
-		ID:           id,
-		NoPivotRoot:  c.Bool("no-pivot"),
-		NoNewKeyring: c.Bool("no-new-keyring"),
-	})
-	if err != nil {
-		return nil, nil, nil, err
+	return b, policy, nil
+}
+
+// enforce leases the sandbox's ids (under op, the id's lock: the lease is
+// given back if the create fails) and builds libcontainer's configuration
+// from the boundary alone.
+func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specconv.Converted, error) {
+	if b.Users.Source == libmaka.IDsFromPool {
+		if err := op.LeaseIDs(b, *b.Users.Pool); err != nil {
+			return nil, err
+		}
 	}
-	return b, policy, conv, nil
+	return specconv.ToLibcontainer(b, opts)
 }
 
 // checkHost runs the checks that read the host (specconv.CheckHost) with

@@ -71,7 +71,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		return 1, fmt.Errorf("bundle %s: %w", bundle, err)
 	}
 	// From here on only the boundary is read, never config.json.
-	boundary, policy, conv, err := compileContract(c, id, spec)
+	boundary, policy, err := compileContract(c, id, spec)
 	if err != nil {
 		return 1, err
 	}
@@ -108,6 +108,14 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		return 1, err
 	}
 	defer op.End()
+	conv, err := enforce(op, boundary, specconv.Options{
+		ID:           id,
+		NoPivotRoot:  c.Bool("no-pivot"),
+		NoNewKeyring: c.Bool("no-new-keyring"),
+	})
+	if err != nil {
+		return 1, err
+	}
 	watchListenerPath(rt, id, conv.Config)
 	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
 		Poststart: conv.Poststart,

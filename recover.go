@@ -117,7 +117,7 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 	if err := specconv.CheckHost(b, rec.Policy, rec.Bundle, neverPaths(rt.Root, rt.StateDir)); err != nil {
 		return "", err
 	}
-	conv, err := specconv.ToLibcontainer(b, specconv.Options{
+	conv, err := enforce(op, b, specconv.Options{
 		ID:           rec.ID,
 		NoPivotRoot:  rec.Options.NoPivot,
 		NoNewKeyring: rec.Options.NoNewKeyring,

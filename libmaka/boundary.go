@@ -27,6 +27,7 @@ type Boundary struct {
 	Limits     Limits          `json:"limits"`
 	Process    Process         `json:"process"`
 	Namespaces []Namespace     `json:"namespaces"`
+	Users      Users           `json:"users"`
 	Syscalls   Syscalls        `json:"syscalls"`
 
 	// Mounts are every mount, in order, with the options applied (the
@@ -52,6 +53,19 @@ type Boundary struct {
 	// Hooks run on the host (only when the policy allows hooks).
 	Hooks       *specs.Hooks      `json:"hooks,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// Users says whose ids the sandbox's processes hold on the host. With a
+// user namespace, container ids 0..n-1 are a block of host ids no host
+// account uses (UIDMappings, GIDMappings): its root is an unprivileged
+// host user. Without one, its ids are the host's own.
+type Users struct {
+	Namespace bool `json:"namespace"`
+	// Source of the mapping: IDsFromPool (maka leases a free block of
+	// Pool at create; the mapping is empty until then) or IDsFromConfig
+	// (config.json's own, inside the policy's delegated ranges).
+	Source string  `json:"source,omitempty"`
+	Pool   *IDPool `json:"pool,omitempty"`
 }
 
 // Cgroup is the sandbox's cgroup: its path below the cgroup v2 mount and

@@ -243,6 +243,10 @@ type State struct {
 	Created     time.Time         `json:"created"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 	Owner       string            `json:"owner"`
+	// UIDMappings and GIDMappings are the user namespace's, as applied
+	// (none: the sandbox's ids are the host's).
+	UIDMappings []specs.LinuxIDMapping `json:"uidMappings,omitempty"`
+	GIDMappings []specs.LinuxIDMapping `json:"gidMappings,omitempty"`
 	// Orphaned is set when the container is the leftover of a maka that
 	// died mid-operation (or whose runtime state is gone): why.
 	Orphaned string `json:"orphaned,omitempty"`
@@ -273,7 +277,17 @@ func (c *Container) State() (*State, error) {
 		Created:     st.BaseState.Created,
 		Annotations: annotations,
 		Owner:       c.owner(),
+		UIDMappings: idMappings(st.Config.UIDMappings),
+		GIDMappings: idMappings(st.Config.GIDMappings),
 	}, nil
+}
+
+func idMappings(ms []configs.IDMap) []specs.LinuxIDMapping {
+	var out []specs.LinuxIDMapping
+	for _, m := range ms {
+		out = append(out, specs.LinuxIDMapping{ContainerID: uint32(m.ContainerID), HostID: uint32(m.HostID), Size: uint32(m.Size)})
+	}
+	return out
 }
 
 // OCIState is the state passed to hooks.

@@ -35,6 +35,7 @@ type Op struct {
 	prev      *ContainerRecord // the record before Transition, restored by End
 	creating  bool             // this op published the id's first record
 	committed bool
+	leased    *leaseRef // the id block this op leased (LeaseIDs)
 }
 
 // Begin takes the id's lock for command (waiting up to LockWait for another
@@ -162,6 +163,11 @@ func (op *Op) End() {
 		case op.prev != nil:
 			if err := op.lock.Publish(op.prev); err != nil {
 				logrus.Warnf("container %s: restore record: %v", op.ID, err)
+			}
+		case op.leased != nil:
+			// Leased, never published: nothing ran on the block.
+			if err := releaseLease(op.leased.path, op.leased.lease.Root, op.leased.lease.ID); err != nil {
+				logrus.Warnf("container %s: %v (`maka recover` reclaims it)", op.ID, err)
 			}
 		}
 	}

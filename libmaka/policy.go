@@ -3,6 +3,7 @@ package libmaka
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -45,6 +46,16 @@ type Policy struct {
 	// it). baseline allows kubelet's -998 (a pod's sandbox and guaranteed
 	// containers), never containerd's -999 or an unkillable -1000.
 	OOMScoreAdjMin *int `json:"oomScoreAdjMin,omitempty"`
+	// UserNamespace: UserNamespaceRequired or UserNamespaceOptional.
+	UserNamespace string `json:"userNamespace"`
+	// IDPool is the host ids maka leases, a block per sandbox with a
+	// user namespace (idpool.go).
+	IDPool IDPool `json:"idPool"`
+	// DelegatedIDs are host id ranges an engine allocates itself (e.g.
+	// kubelet for hostUsers: false): config.json's own uidMappings and
+	// gidMappings must lie in one, outside the pool and every host
+	// account. maka does not track them: the engine keeps them apart.
+	DelegatedIDs []IDRange `json:"delegatedIDs"`
 	// DefaultLimits apply where config.json is silent; MaxLimits are ceilings.
 	DefaultLimits Limits `json:"defaultLimits"`
 	MaxLimits     Limits `json:"maxLimits"`
@@ -115,6 +126,9 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 			Devices:       []string{},
 			Sysctls:       []string{},
 			CgroupParents: []string{"/maka"},
+			UserNamespace: UserNamespaceRequired,
+			IDPool:        DefaultIDPool,
+			DelegatedIDs:  []IDRange{},
 			DefaultLimits: defaultLimits,
 			MaxLimits:     Limits{Memory: 4 * gib, Swap: 0, Pids: 1024, Cpus: 4, TmpfsSize: gib, Timeout: 3600},
 			OnViolation:   "kill",
@@ -141,9 +155,15 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 			// and the CRI (kubelet's cgroupfs driver) put containers.
 			CgroupParents:  []string{"/maka", "/libpod_parent", "/machine.slice", "/default", "/k8s.io", "/kubepods", "/kubepods.slice"},
 			OOMScoreAdjMin: ptr(-998),
-			DefaultLimits:  baselineDefaultLimits,
-			MaxLimits:      Limits{Memory: 64 * gib, Swap: -1, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
-			OnViolation:    "deny",
+			UserNamespace:  UserNamespaceOptional,
+			IDPool:         DefaultIDPool,
+			// Below the pool, above the ids of host accounts (which are
+			// checked too): kubelet's and Podman's allocators hand out
+			// blocks of 65536 from 65536 up.
+			DelegatedIDs:  []IDRange{{Start: 65536, Size: DefaultIDPool.Start - 65536}},
+			DefaultLimits: baselineDefaultLimits,
+			MaxLimits:     Limits{Memory: 64 * gib, Swap: -1, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
+			OnViolation:   "deny",
 		}, nil
 	}
 	return nil, fmt.Errorf("profile: unknown profile %q (want %s or %s)", profile, ProfileRestricted, ProfileBaseline)
@@ -161,6 +181,9 @@ type policyFile struct {
 	WritableRootfs *bool       `json:"writableRootfs"`
 	CgroupParents  *[]string   `json:"cgroupParents"`
 	OOMScoreAdjMin *int        `json:"oomScoreAdjMin"`
+	UserNamespace  *string     `json:"userNamespace"`
+	IDPool         *idPoolFile `json:"idPool"`
+	DelegatedIDs   *[]IDRange  `json:"delegatedIDs"`
 	DefaultLimits  *limitsFile `json:"defaultLimits"`
 	MaxLimits      *limitsFile `json:"maxLimits"`
 	OnViolation    *string     `json:"onViolation"`
@@ -229,6 +252,13 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	if f.OOMScoreAdjMin != nil {
 		p.OOMScoreAdjMin = f.OOMScoreAdjMin
 	}
+	if f.UserNamespace != nil {
+		p.UserNamespace = *f.UserNamespace
+	}
+	f.IDPool.mergeInto(&p.IDPool)
+	if f.DelegatedIDs != nil {
+		p.DelegatedIDs = *f.DelegatedIDs
+	}
 	// Limit objects merge field by field: a key the file leaves out keeps
 	// the profile's value (replacing the object would turn each missing
 	// ceiling into 0, i.e. none).
@@ -274,6 +304,20 @@ func (p *Policy) validate() error {
 	if m := p.OOMScoreAdjMin; m != nil && (*m < -999 || *m > 1000) {
 		errs = append(errs, fmt.Sprintf("oomScoreAdjMin: %d is outside -999..1000 (-1000 would make a sandbox unkillable)", *m))
 	}
+	if p.UserNamespace != UserNamespaceRequired && p.UserNamespace != UserNamespaceOptional {
+		errs = append(errs, fmt.Sprintf("userNamespace: %q is not %s or %s", p.UserNamespace, UserNamespaceRequired, UserNamespaceOptional))
+	}
+	errs = append(errs, p.IDPool.validate()...)
+	for i, r := range p.DelegatedIDs {
+		switch {
+		case r.Start == 0 || r.Size == 0:
+			errs = append(errs, fmt.Sprintf("delegatedIDs[%d]: start %d and size %d must both be at least 1 (host id 0 is the host's root)", i, r.Start, r.Size))
+		case uint64(r.Start)+uint64(r.Size) > math.MaxUint32:
+			errs = append(errs, fmt.Sprintf("delegatedIDs[%d]: passes the last id %d", i, uint32(math.MaxUint32-1)))
+		case p.IDPool.Overlaps(r.Start, r.Size):
+			errs = append(errs, fmt.Sprintf("delegatedIDs[%d]: %d..%d overlaps idPool, whose blocks maka leases itself", i, r.Start, uint64(r.Start)+uint64(r.Size)-1))
+		}
+	}
 	if p.OnViolation != "deny" && p.OnViolation != "kill" {
 		errs = append(errs, fmt.Sprintf("onViolation: %q is not deny or kill", p.OnViolation))
 	}
@@ -311,6 +355,7 @@ func (p *Policy) meetRestricted() *Policy {
 	r.NetworkModes = intersect(r.NetworkModes, p.NetworkModes)
 	r.CgroupParents = intersect(r.CgroupParents, p.CgroupParents)
 	r.OOMScoreAdjMin = nil // maka's own: restricted's
+	r.IDPool = p.IDPool    // required, from the policy's own pool
 	r.DefaultLimits = stricterLimits(r.DefaultLimits, p.DefaultLimits)
 	r.MaxLimits = stricterLimits(r.MaxLimits, p.MaxLimits)
 	if p.Audit != "" {

@@ -42,6 +42,24 @@ func (f *limitsFile) mergeInto(l *Limits) {
 	}
 }
 
+// idPoolFile is an idPool object as a policy file writes it.
+type idPoolFile struct {
+	Start *uint32 `json:"start"`
+	Size  *uint32 `json:"size"`
+	Count *uint32 `json:"count"`
+}
+
+func (f *idPoolFile) mergeInto(p *IDPool) {
+	if f == nil {
+		return
+	}
+	for _, v := range []struct{ src, dst *uint32 }{{f.Start, &p.Start}, {f.Size, &p.Size}, {f.Count, &p.Count}} {
+		if v.src != nil {
+			*v.dst = *v.src
+		}
+	}
+}
+
 // decodeStrict decodes exactly one JSON object into v: unknown keys, a
 // second document and trailing bytes are errors. Errors name the policy key
 // and say what was expected in JSON's terms, never in Go's.

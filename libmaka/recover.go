@@ -49,6 +49,10 @@ func (rt *Runtime) reap(lock *Lock, rec *ContainerRecord) error {
 	if err := os.RemoveAll(stateDir); err != nil {
 		return fmt.Errorf("container %s: remove state: %w", rec.ID, err)
 	}
+	// No process of the sandbox is left: its ids may go to another.
+	if err := releaseIDs(lock.store, rec); err != nil {
+		return err
+	}
 	return lock.Drop()
 }
 
@@ -199,6 +203,7 @@ func (rt *Runtime) Recover(relaunch Relauncher) ([]RecoveryResult, error) {
 		}
 	}
 	rt.removeStaleTemps(store)
+	reclaimLeases(store, filepath.Dir(store.Dir))
 	return results, nil
 }
 

@@ -207,6 +207,7 @@ func (c *checker) run() {
 	c.checkRoot()
 	c.checkProcess()
 	c.checkNamespaces()
+	c.checkUsers()
 	c.checkMounts()
 	c.checkLimits()
 	c.checkCgroup()
@@ -264,6 +265,7 @@ func CheckExec(p *specs.Process, policy *libmaka.Policy, b *libmaka.Boundary) er
 	c.checkProcess()
 	if b != nil {
 		c.withinInit(p, &b.Process)
+		c.checkExecUser(p, b)
 	}
 	if len(c.items) == 0 {
 		return nil
@@ -879,6 +881,7 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 		b.Mounts = []specs.Mount{}
 	}
 	summariseMounts(b)
+	b.Users = usersOf(l, policy)
 	b.Network = libmaka.Network{Mode: libmaka.NetworkHost}
 	for _, n := range l.Namespaces {
 		b.Namespaces = append(b.Namespaces, libmaka.Namespace{Type: string(n.Type), Path: n.Path})

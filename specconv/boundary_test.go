@@ -86,7 +86,7 @@ func convertable(t testing.TB, b *libmaka.Boundary, id string) *specs.Spec {
 	if b.Cgroup.Path == "" {
 		b.Cgroup.Path = libmaka.OwnCgroupParent + "/" + id
 	}
-	if _, err := ToLibcontainer(b, Options{ID: id}); err != nil {
+	if _, err := ToLibcontainer(testLease(b), Options{ID: id}); err != nil {
 		t.Fatalf("the boundary does not convert: %v", err)
 	}
 	spec, err := SpecOf(b)
@@ -335,7 +335,7 @@ func FuzzToBoundary(f *testing.F) {
 		if err := Place(b, pol, "fuzz"); err != nil {
 			t.Fatalf("allowed boundary has a cgroup path the policy refuses: %v", err)
 		}
-		out, err := ToLibcontainer(b, Options{ID: "fuzz"})
+		out, err := ToLibcontainer(testLease(b), Options{ID: "fuzz"})
 		if err != nil {
 			return // libcontainer's own refusal (e.g. a mount it cannot make)
 		}
@@ -436,7 +436,7 @@ func TestDefaultSeccompWhenConfigHasNone(t *testing.T) {
 	}
 	// It compiles with libcontainer's converter.
 	convertable(t, b, "x")
-	out, err := ToLibcontainer(b, Options{ID: "x"})
+	out, err := ToLibcontainer(testLease(b), Options{ID: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}

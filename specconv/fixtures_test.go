@@ -181,3 +181,13 @@ func widen(t *testing.T, p *libmaka.Policy, it Item) {
 		}
 	}
 }
+
+// testLease gives b the pool's first block, as libmaka.Op.LeaseIDs does at
+// create, when b asks for ids from the pool.
+func testLease(b *libmaka.Boundary) *libmaka.Boundary {
+	if b.Users.Source == libmaka.IDsFromPool && len(b.UIDMappings) == 0 {
+		m := []specs.LinuxIDMapping{{HostID: b.Users.Pool.Start, Size: b.Users.Pool.Size}}
+		b.UIDMappings, b.GIDMappings = m, m
+	}
+	return b
+}

@@ -154,7 +154,7 @@ func TestAuditPolicyAddsTheOpenRulesAndLibcontainerListens(t *testing.T) {
 		t.Fatal("audit: files did not add the open rules")
 	}
 	convertable(t, b, "x")
-	out, err := ToLibcontainer(b, Options{ID: "x"})
+	out, err := ToLibcontainer(testLease(b), Options{ID: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,6 +151,9 @@ type Converted struct {
 // reaches the kernel unless it was checked into the Boundary. Paths are
 // absolute: the result does not depend on the working directory.
 func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
+	if b.Users.Source == libmaka.IDsFromPool && (len(b.UIDMappings) == 0 || len(b.GIDMappings) == 0) {
+		return nil, errors.New("the sandbox's user namespace has no ids yet: they are leased from the pool at create (libmaka.Op.LeaseIDs)")
+	}
 	spec, err := SpecOf(b)
 	if err != nil {
 		return nil, err

@@ -73,7 +73,7 @@ func TestToLibcontainerMovesPoststart(t *testing.T) {
 		t.Fatal(err)
 	}
 	convertable(t, b, "c1")
-	out, err := ToLibcontainer(b, Options{ID: "c1"})
+	out, err := ToLibcontainer(testLease(b), Options{ID: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestToLibcontainerResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	convertable(t, b, "c1")
-	out, err := ToLibcontainer(b, Options{ID: "c1"})
+	out, err := ToLibcontainer(testLease(b), Options{ID: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}

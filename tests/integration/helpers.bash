@@ -44,18 +44,19 @@ maka() {
 }
 
 # setup_rootfs: copy the fixture rootfs once per test file into a tmpfs
-# directory and export MAKA_ROOTFS (absolute path of the copy).
+# directory and export MAKA_ROOTFS (absolute path of the copy). The
+# directory is searchable by others (0711): a sandbox's root is an
+# unprivileged host user in its user namespace and must reach its root.
 setup_rootfs() {
   [ -n "${MAKA_ROOTFS:-}" ] && [ -d "$MAKA_ROOTFS" ] && return 0
   [ -d "$MAKA_FIXTURES/rootfs" ] || {
     echo "helpers: $MAKA_FIXTURES/rootfs missing: run 'make fixtures'" >&2
     return 1
   }
-  local base=${BATS_FILE_TMPDIR:-}
-  if [ -z "$base" ] || [ "$(stat -fc %T "$base")" != tmpfs ]; then
-    base=$(mktemp -d /dev/shm/maka-test.XXXXXX)
-    export MAKA_ROOTFS_TMP=$base      # removed by maka_teardown_file
-  fi
+  local base
+  base=$(mktemp -d /dev/shm/maka-test.XXXXXX)
+  chmod 0711 "$base"
+  export MAKA_ROOTFS_TMP=$base      # removed by maka_teardown_file
   cp -a "$MAKA_FIXTURES/rootfs" "$base/rootfs"
   export MAKA_ROOTFS=$base/rootfs
 }

@@ -1,0 +1,250 @@
+package libmaka
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// A sandbox with its own user namespace runs as a block of host ids no
+// other live sandbox and no host account uses: container ids 0..Size-1 are
+// host ids Start+k*Size.. of the policy's pool. The block is leased at
+// create, before the record is published (the record names it), and given
+// back when the record is dropped: after the cgroup is gone, so never
+// while a process of that sandbox lives.
+//
+// A lease is a file <state-dir>/ids/<first host id>, created with O_EXCL
+// (two creates never get one block) and naming its holder, so that a lease
+// whose holder has no record (a create that died between leasing and
+// publishing) is found and reclaimed by `maka recover`. The pool is the
+// state dir's: two maka with different state dirs need disjoint pools.
+
+// IDPool is the host ids maka leases to sandboxes, Count blocks of Size.
+type IDPool struct {
+	Start uint32 `json:"start"`
+	Size  uint32 `json:"size"`
+	Count uint32 `json:"count"`
+}
+
+// IDRange is a range of host ids (a delegated range in the policy).
+type IDRange struct {
+	Start uint32 `json:"start"`
+	Size  uint32 `json:"size"`
+}
+
+// User namespace modes of a policy.
+const (
+	// UserNamespaceRequired: every sandbox gets its own user namespace
+	// (restricted).
+	UserNamespaceRequired = "required"
+	// UserNamespaceOptional: only a config.json that asks for one gets
+	// one, as Kubernetes' hostUsers: false does (baseline).
+	UserNamespaceOptional = "optional"
+)
+
+// Sources of a sandbox's id mapping.
+const (
+	IDsFromPool   = "pool"   // leased by maka at create
+	IDsFromConfig = "config" // config.json's, within a delegated range
+)
+
+// DefaultIDPool is 1024 blocks of 65536 ids from 2^30: inside the range
+// systemd leaves to containers (524288..1879048191), far above the
+// 100000-based ranges useradd writes to /etc/subuid, and below 2^31, which
+// some tools misread as negative.
+var DefaultIDPool = IDPool{Start: 1 << 30, Size: 65536, Count: 1024}
+
+// End is one past the pool's last id.
+func (p IDPool) End() uint64 { return uint64(p.Start) + uint64(p.Size)*uint64(p.Count) }
+
+// Block is the first host id of block i.
+func (p IDPool) Block(i uint32) uint32 { return p.Start + i*p.Size }
+
+func (p IDPool) validate() []string {
+	var errs []string
+	switch {
+	case p.Size == 0 || p.Count == 0:
+		errs = append(errs, fmt.Sprintf("idPool: size %d and count %d must both be at least 1", p.Size, p.Count))
+	case p.Start == 0:
+		errs = append(errs, "idPool.start: 0 would map a sandbox to the host's root")
+	case p.End() > math.MaxUint32:
+		errs = append(errs, fmt.Sprintf("idPool: start %d + count %d × size %d passes the last id %d", p.Start, p.Count, p.Size, uint32(math.MaxUint32-1)))
+	}
+	return errs
+}
+
+// Contains reports whether [start, start+size) lies in the pool.
+func (p IDPool) Contains(start, size uint32) bool {
+	return uint64(start) >= uint64(p.Start) && uint64(start)+uint64(size) <= p.End()
+}
+
+// Overlaps reports whether [start, start+size) meets the pool.
+func (p IDPool) Overlaps(start, size uint32) bool {
+	return uint64(start) < p.End() && uint64(start)+uint64(size) > uint64(p.Start)
+}
+
+// lease is the content of a lease file.
+type lease struct {
+	Root    string    `json:"root"`
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+}
+
+func idsDir(s *Store) string { return filepath.Join(filepath.Dir(s.Dir), "ids") }
+
+// LeaseIDs gives b (which asks for a user namespace with ids from the
+// pool) the first free block of pool and writes its mapping into b. The
+// lease is the op's: End gives it back unless the create commits, and once
+// the record is published, dropping the record gives it back.
+func (op *Op) LeaseIDs(b *Boundary, pool IDPool) error {
+	if b.Users.Source != IDsFromPool {
+		return nil
+	}
+	if msg := pool.validate(); len(msg) > 0 {
+		return fmt.Errorf("policy: %s", msg[0])
+	}
+	if op.leased != nil {
+		return fmt.Errorf("container %s: ids already leased", op.ID)
+	}
+	dir := idsDir(op.lock.store)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("id pool: %w", err)
+	}
+	if err := CheckPrivateDir(dir); err != nil {
+		return fmt.Errorf("id pool: %w", err)
+	}
+	data, err := json.Marshal(lease{Root: op.lock.store.Root, ID: op.ID, Created: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	for i := uint32(0); i < pool.Count; i++ {
+		start := pool.Block(i)
+		path := filepath.Join(dir, strconv.FormatUint(uint64(start), 10))
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("id pool: %w", err)
+		}
+		_, werr := f.Write(data)
+		if serr := f.Sync(); werr == nil {
+			werr = serr
+		}
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr == nil {
+			werr = syncDir(dir)
+		}
+		if werr != nil {
+			_ = os.Remove(path)
+			return fmt.Errorf("id pool: lease %s: %w", path, werr)
+		}
+		op.leased = &leaseRef{path: path, lease: lease{Root: op.lock.store.Root, ID: op.ID}}
+		m := []specs.LinuxIDMapping{{ContainerID: 0, HostID: start, Size: pool.Size}}
+		b.UIDMappings, b.GIDMappings = m, m
+		CrashPoint(op.Command + ":ids-leased")
+		return nil
+	}
+	return fmt.Errorf("id pool: all %d blocks of %d ids from %d are leased to live sandboxes (raise idPool.count in the policy, or delete sandboxes)", pool.Count, pool.Size, pool.Start)
+}
+
+type leaseRef struct {
+	path  string
+	lease lease
+}
+
+// releaseLease removes the lease file at path if it is held by (root, id):
+// a block given back and leased again belongs to its new holder.
+func releaseLease(path, root, id string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("id pool: %w", err)
+	}
+	var l lease
+	if json.Unmarshal(data, &l) == nil && (l.Root != root || l.ID != id) {
+		return nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("id pool: give back %s: %w", path, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// releaseIDs gives back the block rec's sandbox leased, if any. Call it
+// once no process of the sandbox lives (its cgroup is gone).
+func releaseIDs(store *Store, rec *ContainerRecord) error {
+	b := rec.Boundary
+	if b == nil || b.Users.Source != IDsFromPool || len(b.UIDMappings) == 0 {
+		return nil
+	}
+	path := filepath.Join(idsDir(store), strconv.FormatUint(uint64(b.UIDMappings[0].HostID), 10))
+	return releaseLease(path, rec.Root, rec.ID)
+}
+
+// reclaimLeases gives back the leases whose holder has no record naming
+// them and no live command: creates that died between leasing and
+// publishing. A holder's id lock is taken (without waiting) first, so a
+// create that is still running keeps its lease.
+func reclaimLeases(store *Store, stateDir string) {
+	dir := idsDir(store)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if _, err := strconv.ParseUint(e.Name(), 10, 32); err != nil {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var l lease
+		if json.Unmarshal(data, &l) != nil || !filepath.IsAbs(l.Root) || !ValidID(l.ID) {
+			// A torn lease (a crash while writing it): its holder never
+			// published a record naming it, so nothing runs on it. Keep
+			// it if it was written a moment ago.
+			if st, err := os.Stat(path); err == nil && time.Since(st.ModTime()) > time.Minute {
+				_ = os.Remove(path)
+			}
+			continue
+		}
+		holder, err := OpenStore(stateDir, l.Root, false)
+		if err != nil {
+			continue
+		}
+		if holder == nil {
+			_ = releaseLease(path, l.Root, l.ID)
+			continue
+		}
+		lock, err := holder.Lock(l.ID, 0)
+		if err != nil {
+			continue // a live command holds it
+		}
+		rec, err := holder.Get(l.ID)
+		if err == nil && !namesLease(rec, e.Name()) {
+			_ = releaseLease(path, l.Root, l.ID)
+		}
+		lock.Unlock()
+	}
+}
+
+func namesLease(rec *ContainerRecord, name string) bool {
+	if rec == nil || rec.Boundary == nil || rec.Boundary.Users.Source != IDsFromPool || len(rec.Boundary.UIDMappings) == 0 {
+		return false
+	}
+	return strconv.FormatUint(uint64(rec.Boundary.UIDMappings[0].HostID), 10) == name
+}
