@@ -11,6 +11,7 @@ import (
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 )
 
@@ -75,7 +76,7 @@ EXAMPLE:
 			if !verdict.Allowed {
 				return &specconv.RejectedError{Verdict: verdict}
 			}
-			return printOCI(b)
+			return printOCI(c, b)
 		}
 		if format == "json" {
 			err = printJSON(struct {
@@ -98,8 +99,22 @@ EXAMPLE:
 // printOCI prints the OCI document maka builds from the contract alone
 // (specconv.SpecOf): give it to runc or crun to run what maka runs. The
 // cgroup is config.json's own cgroupsPath, if any (maka's /maka/<id>
-// needs an id).
-func printOCI(b *libmaka.Boundary) error {
+// needs an id). A user namespace whose ids maka leases at create shows the
+// pool's first free block now, leased by nobody (create leases its own).
+func printOCI(c *cli.Context, b *libmaka.Boundary) error {
+	if b.Users.Source == libmaka.IDsFromPool {
+		rt, err := runtimeOf(c)
+		if err != nil {
+			return err
+		}
+		start, err := libmaka.FirstFreeBlock(rt.StateDir, *b.Users.Pool)
+		if err != nil {
+			return err
+		}
+		m := []specs.LinuxIDMapping{{ContainerID: 0, HostID: start, Size: b.Users.Pool.Size}}
+		b.UIDMappings, b.GIDMappings = m, m
+		logrus.Infof("uid and gid mappings: the pool's first free block now (%d); create leases its own", start)
+	}
 	requested := b.Cgroup.Path
 	if requested == "" {
 		b.Cgroup.Path = libmaka.OwnCgroupParent + "/id"

@@ -89,6 +89,16 @@ func printPolicyTable(out io.Writer, p *libmaka.Policy, flag string) error {
 		oom = fmt.Sprint(*p.OOMScoreAdjMin)
 	}
 	row("lowest oomScoreAdj", "%s", oom)
+	users := "own user namespace for every sandbox"
+	if p.UserNamespace == libmaka.UserNamespaceOptional {
+		users = "own user namespace when config.json asks for one"
+	}
+	row("user namespace", "%s; pool %d..%d (%d blocks of %d ids)", users, p.IDPool.Start, p.IDPool.End()-1, p.IDPool.Count, p.IDPool.Size)
+	var delegated []string
+	for _, r := range p.DelegatedIDs {
+		delegated = append(delegated, fmt.Sprintf("%d..%d", r.Start, uint64(r.Start)+uint64(r.Size)-1))
+	}
+	row("delegated ids", "%s", list(delegated))
 	row("default limits", "%s", p.DefaultLimits)
 	row("largest limits", "%s", p.MaxLimits)
 	row("on violation", "%s", p.OnViolation)

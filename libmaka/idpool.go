@@ -248,3 +248,19 @@ func namesLease(rec *ContainerRecord, name string) bool {
 	}
 	return strconv.FormatUint(uint64(rec.Boundary.UIDMappings[0].HostID), 10) == name
 }
+
+// FirstFreeBlock is the first block of pool no lease holds now (without
+// leasing it): what `maka boundary --format oci` shows.
+func FirstFreeBlock(stateDir string, pool IDPool) (uint32, error) {
+	for i := uint32(0); i < pool.Count; i++ {
+		start := pool.Block(i)
+		_, err := os.Lstat(filepath.Join(stateDir, "ids", strconv.FormatUint(uint64(start), 10)))
+		if errors.Is(err, os.ErrNotExist) {
+			return start, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("id pool: %w", err)
+		}
+	}
+	return 0, fmt.Errorf("id pool: all %d blocks of %d ids from %d are leased to live sandboxes", pool.Count, pool.Size, pool.Start)
+}

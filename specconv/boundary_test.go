@@ -415,6 +415,19 @@ func checkEnforced(t *testing.T, pol *libmaka.Policy, cfg *configs.Config) {
 			}
 		}
 	}
+	userns := slices.ContainsFunc(cfg.Namespaces, func(ns configs.Namespace) bool { return ns.Type == configs.NEWUSER })
+	if pol.UserNamespace == libmaka.UserNamespaceRequired && !userns {
+		t.Fatal("no user namespace under a policy that requires one")
+	}
+	for _, m := range append(slices.Clone(cfg.UIDMappings), cfg.GIDMappings...) {
+		inPool := pol.IDPool.Contains(uint32(m.HostID), uint32(m.Size))
+		delegated := slices.ContainsFunc(pol.DelegatedIDs, func(r libmaka.IDRange) bool {
+			return m.HostID >= int64(r.Start) && m.HostID+m.Size <= int64(r.Start)+int64(r.Size)
+		})
+		if m.HostID == 0 || (!inPool && !delegated) {
+			t.Fatalf("mapping %+v: host ids neither leased from the pool nor delegated", m)
+		}
+	}
 	for _, ns := range cfg.Namespaces {
 		if ns.Path == "" {
 			continue

@@ -60,8 +60,9 @@ gnutime=$(command -v /usr/bin/time || true)
 # Everything on tmpfs: the binaries, the rootfs and the state roots, so that
 # the 9p share of the guest costs nobody anything.
 w=$(mktemp -d /tmp/maka-bench.XXXXXX)
+chmod 0711 "$w"   # a user namespace's root must reach the rootfs
 cleanup() {
-  for rt in maka maka-baseline maka-hostnet maka-nomon maka-before runc crun; do
+  for rt in maka maka-baseline maka-nouserns maka-hostnet maka-nomon maka-before runc crun; do
     for id in $(rt "$rt" list -q 2>/dev/null); do rt "$rt" delete -f "$id" >/dev/null 2>&1; done
   done
   rm -rf "$w"
@@ -84,12 +85,15 @@ rm -f "$out/bench-meta.json" "$out/bench.json"
 # widened by exactly one item, networkModes += host (for the bundle without
 # a network namespace, which restricted refuses).
 echo '{"profile": "restricted", "networkModes": ["closed", "host"]}' > "$w/policy-hostnet.json"
+# maka-nouserns: restricted without its user namespace (issue 12's price).
+echo '{"profile": "restricted", "userNamespace": "optional"}' > "$w/policy-nouserns.json"
 rt() {
   local r=$1; shift
   local bin=$w/bin/maka pol=
   case $r in
     maka | maka-before) ;;
     maka-baseline) pol=$baseline_policy ;;
+    maka-nouserns) pol=$w/policy-nouserns.json ;;
     maka-hostnet | maka-before-hostnet) pol=$w/policy-hostnet.json ;;
     runc | crun) bin=$w/bin/$r ;;
   esac
@@ -222,7 +226,7 @@ fi
 
 for ((round = 0; round < rounds; round++)); do
   if want run; then
-    for r in $(rotated $round "${runtimes[@]}" maka-baseline); do
+    for r in $(rotated $round "${runtimes[@]}" maka-baseline maka-nouserns); do
       timed run "$r" $round rt "$r" run -b "$w/true" "$r-run$round" ||
         rt "$r" delete -f "$r-run$round" >/dev/null 2>&1
     done

@@ -86,6 +86,8 @@ def main():
             row["maka/maka-before"] = ratio(row.get("maka"), row.get("maka-before"))
         if "maka-nomon" in row:
             row["maka/maka-nomon"] = ratio(row.get("maka"), row.get("maka-nomon"))
+        if "maka-nouserns" in row:
+            row["maka/maka-nouserns"] = ratio(row.get("maka"), row.get("maka-nouserns"))
         if "maka-baseline" in row:
             row["maka-baseline/runc"] = ratio(row.get("maka-baseline"), row.get("runc"))
             row["maka-baseline/crun"] = ratio(row.get("maka-baseline"), row.get("crun"))
@@ -130,6 +132,9 @@ def main():
         if "maka-nomon" in row:
             lines.append([f"  maka, no syscall watched (maka/that {r(row['maka/maka-nomon'])})",
                           cell(row["maka-nomon"]), "", "", "", ""])
+        if "maka-nouserns" in row:
+            lines.append([f"  maka without its user namespace (maka/that {r(row['maka/maka-nouserns'])})",
+                          cell(row["maka-nouserns"]), "", "", "", ""])
         if "maka-baseline" in row:
             lines.append([f"  maka under policy-baseline.json", cell(row["maka-baseline"]), "", "",
                           r(row["maka-baseline/runc"]), r(row["maka-baseline/crun"])])

@@ -53,10 +53,16 @@ setup_rootfs() {
     echo "helpers: $MAKA_FIXTURES/rootfs missing: run 'make fixtures'" >&2
     return 1
   }
-  local base
-  base=$(mktemp -d /dev/shm/maka-test.XXXXXX)
-  chmod 0711 "$base"
-  export MAKA_ROOTFS_TMP=$base      # removed by maka_teardown_file
+  local base=${BATS_FILE_TMPDIR:-} d
+  if [ -z "$base" ] || [ "$(stat -fc %T "$base")" != tmpfs ]; then
+    base=$(mktemp -d /dev/shm/maka-test.XXXXXX)
+    export MAKA_ROOTFS_TMP=$base      # removed by maka_teardown_file
+  fi
+  d=$base
+  while [ "$d" != / ]; do
+    [ -n "$(find "$d" -maxdepth 0 -perm -o+x)" ] || chmod o+x "$d"
+    d=$(dirname "$d")
+  done
   cp -a "$MAKA_FIXTURES/rootfs" "$base/rootfs"
   export MAKA_ROOTFS=$base/rootfs
 }

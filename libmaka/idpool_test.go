@@ -1,0 +1,174 @@
+package libmaka
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func poolBoundary(pool IDPool) *Boundary {
+	return &Boundary{Profile: ProfileRestricted, Users: Users{Namespace: true, Source: IDsFromPool, Pool: &pool}}
+}
+
+func leaseFiles(t *testing.T, rt *Runtime) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(rt.StateDir, "ids"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// Fifty creates at once each get their own block, and a full pool says so.
+func TestLeasesNeverShareABlock(t *testing.T) {
+	rt, _ := testStore(t)
+	pool := IDPool{Start: 1 << 20, Size: 65536, Count: 50}
+	var wg sync.WaitGroup
+	got := make([]uint32, 51)
+	errs := make([]error, 51)
+	for i := range 51 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			op, err := rt.Begin(fmt.Sprintf("c%d", i), "create")
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			b := poolBoundary(pool)
+			if errs[i] = op.LeaseIDs(b, pool); errs[i] == nil {
+				got[i] = b.UIDMappings[0].HostID
+				if b.GIDMappings[0] != b.UIDMappings[0] || b.UIDMappings[0].Size != pool.Size || b.UIDMappings[0].ContainerID != 0 {
+					errs[i] = fmt.Errorf("mappings %v %v", b.UIDMappings, b.GIDMappings)
+				}
+				op.committed = true // keep the lease: as a create that succeeded
+			}
+			op.End()
+		}()
+	}
+	wg.Wait()
+	seen := map[uint32]bool{}
+	failed := 0
+	for i, err := range errs {
+		if err != nil {
+			failed++
+			if got := err.Error(); !strings.Contains(got, "all 50 blocks") {
+				t.Errorf("c%d: %v", i, err)
+			}
+			continue
+		}
+		if seen[got[i]] || !pool.Contains(got[i], pool.Size) || (got[i]-pool.Start)%pool.Size != 0 {
+			t.Fatalf("c%d got block %d: shared, or not a block of the pool", i, got[i])
+		}
+		seen[got[i]] = true
+	}
+	if failed != 1 || len(leaseFiles(t, rt)) != 50 {
+		t.Fatalf("%d creates failed, %d leases: want one refused and 50 leases", failed, len(leaseFiles(t, rt)))
+	}
+}
+
+// A create that fails before publishing gives its block back at End; one
+// that published gives it back when its record is dropped (reap), and only
+// its own lease.
+func TestLeaseGivenBackWithTheRecord(t *testing.T) {
+	rt, store := testStore(t)
+	pool := IDPool{Start: 1 << 20, Size: 65536, Count: 4}
+	op, err := rt.Begin("a", "create")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.LeaseIDs(poolBoundary(pool), pool); err != nil {
+		t.Fatal(err)
+	}
+	op.End()
+	if l := leaseFiles(t, rt); len(l) != 0 {
+		t.Fatalf("a failed create kept its lease: %v", l)
+	}
+
+	op, err = rt.Begin("b", "create")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := poolBoundary(pool)
+	if err := op.LeaseIDs(b, pool); err != nil {
+		t.Fatal(err)
+	}
+	rec := testRecord(t, rt.Root, "b", StageCreated, self(t))
+	rec.Boundary = b
+	if err := op.publishFirst(rec); err != nil {
+		t.Fatal(err)
+	}
+	op.committed = true
+	op.End()
+	// Another sandbox's record naming the same block (a stale copy) does
+	// not give away b's lease.
+	other := *rec
+	other.ID = "c"
+	if err := releaseIDs(store, &other); err != nil {
+		t.Fatal(err)
+	}
+	if l := leaseFiles(t, rt); len(l) != 1 || l[0] != strconv.Itoa(int(pool.Start)) {
+		t.Fatalf("leases %v: want b's block %d", l, pool.Start)
+	}
+	lock, err := store.Lock("b", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
+	got, _ := store.Get("b")
+	if err := releaseIDs(store, got); err != nil {
+		t.Fatal(err)
+	}
+	if l := leaseFiles(t, rt); len(l) != 0 {
+		t.Fatalf("b's lease outlived its record: %v", l)
+	}
+}
+
+// A create that died between leasing and publishing leaves a lease no
+// record names: recover gives it back, but not one whose create is alive
+// (it holds the id's lock) or whose record names it.
+func TestRecoverReclaimsOrphanLeases(t *testing.T) {
+	rt, store := testStore(t)
+	pool := IDPool{Start: 1 << 20, Size: 65536, Count: 4}
+	lease := func(id string, publish bool) *Op {
+		op, err := rt.Begin(id, "create")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := poolBoundary(pool)
+		if err := op.LeaseIDs(b, pool); err != nil {
+			t.Fatal(err)
+		}
+		if publish {
+			rec := testRecord(t, rt.Root, id, StageCreated, self(t))
+			rec.Boundary = b
+			if err := op.publishFirst(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		op.committed = true
+		return op
+	}
+	lease("dead", false).End()    // died before publishing: no record
+	lease("healthy", true).End()  // a record names its lease
+	alive := lease("busy", false) // still creating: holds its lock
+	defer alive.End()
+	reclaimLeases(store, rt.StateDir)
+	if l := leaseFiles(t, rt); len(l) != 2 {
+		t.Fatalf("leases after recover: %v, want healthy's and busy's", l)
+	}
+	for _, name := range leaseFiles(t, rt) {
+		data, _ := os.ReadFile(filepath.Join(rt.StateDir, "ids", name))
+		if strings.Contains(string(data), `"id":"dead"`) {
+			t.Fatal("the dead create's lease was kept")
+		}
+	}
+}

@@ -1,0 +1,165 @@
+#!/usr/bin/env bats
+# Container root is not host root (issue 12): under restricted every
+# sandbox has its own user namespace, whose ids 0..65535 are a block of host
+# ids leased from the policy's pool, recorded before the cgroup exists,
+# given back only once no process of the sandbox lives. Checked from inside
+# (uid_map, writes that must fail) and from the host (the processes' uids,
+# the lease files, a host file's checksum).
+
+load helpers
+
+POOL=1073741824   # DefaultIDPool.Start
+BLOCK=65536
+
+setup_file() {
+  maka_setup_file
+  echo '{"profile": "restricted"}' > "$BATS_FILE_TMPDIR/restricted.json"
+  # A host file the baseline sandbox binds read-write: owned by the host's
+  # root, it stays unwritable to the sandbox's root.
+  mkdir -p /tmp/maka-userns
+  echo "host secret" > /tmp/maka-userns/file
+  chmod 0644 /tmp/maka-userns/file
+}
+
+teardown_file() {
+  rm -rf /tmp/maka-userns
+  maka_teardown_file
+}
+
+teardown() { teardown_all_containers; }
+
+restricted() { "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" --policy "$BATS_FILE_TMPDIR/restricted.json" "$@"; }
+
+# leases: the lease files of the id pool, one per line ("<first id> <id>").
+leases() {
+  local f
+  for f in "$MAKA_STATE_DIR"/ids/*; do
+    [ -e "$f" ] || continue
+    echo "$(basename "$f") $(jq -r .id "$f")"
+  done
+}
+
+@test "restricted: the sandbox's root is a leased block of host ids, shown by boundary and state, seen from inside and from the host" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sleep 300
+  # Before create, boundary says where the ids will come from.
+  run restricted boundary --bundle "$BATS_TEST_TMPDIR/b"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"users "*"user namespace: ids 0..65535 = a free block of host ids leased at create from the pool $POOL.."* ]]
+  run restricted boundary --format json --bundle "$BATS_TEST_TMPDIR/b"
+  [ "$(jq -c .boundary.users <<<"$output")" = "{\"namespace\":true,\"source\":\"pool\",\"pool\":{\"start\":$POOL,\"size\":$BLOCK,\"count\":1024}}" ]
+
+  run maka_io --policy "$BATS_FILE_TMPDIR/restricted.json" run -d -b "$BATS_TEST_TMPDIR/b" --pid-file "$BATS_TEST_TMPDIR/pid" u1
+  [ "$status" -eq 0 ]
+  local pid start
+  pid=$(cat "$BATS_TEST_TMPDIR/pid")
+  run restricted state u1
+  [ "$status" -eq 0 ]
+  start=$(jq -r '.uidMappings[0].hostID' <<<"$output")
+  [ "$(jq -c '.uidMappings' <<<"$output")" = "[{\"containerID\":0,\"hostID\":$start,\"size\":$BLOCK}]" ]
+  [ "$(jq -c '.gidMappings' <<<"$output")" = "[{\"containerID\":0,\"hostID\":$start,\"size\":$BLOCK}]" ]
+  [ "$start" -ge "$POOL" ] && [ $(( (start - POOL) % BLOCK )) -eq 0 ]
+  # The lease names the sandbox; the record holds the mapping.
+  [ "$(leases)" = "$start u1" ]
+  [ "$(jq -r '.boundary.uidMappings[0].hostID' "$(find "$MAKA_STATE_DIR" -name u1.json)")" = "$start" ]
+
+  # From the host: the sandbox's processes run as the block's first id.
+  [ "$(stat -c %u "/proc/$pid")" = "$start" ]
+  [ "$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$pid/status")" = "$start $start $start $start" ]
+  [ "$(awk '/^Gid:/ {print $2}' "/proc/$pid/status")" = "$start" ]
+
+  # From inside: the same map; the host's root owns nothing it can use.
+  run restricted exec u1 cat /proc/self/uid_map
+  [ "$status" -eq 0 ]
+  [ "$(echo $output)" = "0 $start $BLOCK" ]
+  run restricted exec u1 sh -c 'id -u; stat -c %u /bin/sh; echo x > /proc/sys/kernel/core_pattern || echo REFUSED; echo 0 > /sys/kernel/mm/ksm/run || echo REFUSED; touch /pwn || echo REFUSED'
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = 0 ]
+  [ "${lines[1]}" = 65534 ]   # the host's root: unmapped, nobody
+  [ "$(grep -c REFUSED <<<"$output")" -eq 3 ]
+  [[ "$output" == *"Permission denied"* || "$output" == *"Read-only file system"* ]]
+  # An exec'd process may not ask for a uid outside the block.
+  run restricted exec --user 65536 u1 id
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"process.user.uid: 65536 is not mapped in the sandbox's user namespace (container ids 0..65535)"* ]]
+
+  run restricted delete --force u1
+  [ "$status" -eq 0 ]
+  # Given back once nothing of the sandbox lives.
+  [ -z "$(leases)" ]
+  [ ! -e "/proc/$pid" ]
+}
+
+@test "config.json's own mappings: refused under restricted with their field; under baseline a delegated block is applied, and a bound host file stays unwritable" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'cat /proc/self/uid_map; cat /mnt/file; echo pwned > /mnt/file || echo REFUSED'
+  local sum
+  sum=$(sha256sum /tmp/maka-userns/file)
+  update_config "$BATS_TEST_TMPDIR/b" '.linux.namespaces += [{type: "user"}]
+    | .linux.uidMappings = [{containerID: 0, hostID: 327680, size: 65536}]
+    | .linux.gidMappings = [{containerID: 0, hostID: 327680, size: 65536}]
+    | .mounts += [{destination: "/mnt", type: "bind", source: "/tmp/maka-userns", options: ["rbind", "rw"]}]'
+  run restricted run -b "$BATS_TEST_TMPDIR/b" u2
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"linux.uidMappings[0].hostID: host ids 327680..393215 are not in a range profile restricted delegates to engines (none)"* ]]
+  assert_nothing_left u2
+
+  # Baseline (the tests' policy, which may bind /tmp rw): Kubernetes'
+  # hostUsers: false hands its own block.
+  run maka_io run -b "$BATS_TEST_TMPDIR/b" u2
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "0 327680 65536" ] || [ "$(echo ${lines[0]})" = "0 327680 65536" ]
+  [ "${lines[1]}" = "host secret" ]
+  [[ "$output" == *"Permission denied"* ]]
+  [[ "$output" == *REFUSED* ]]
+  [ "$(sha256sum /tmp/maka-userns/file)" = "$sum" ]
+  # Not from maka's pool: nothing leased.
+  [ -z "$(leases)" ]
+  assert_nothing_left u2
+
+  # A mapping inside maka's pool, or onto the host's root, is refused.
+  update_config "$BATS_TEST_TMPDIR/b" ".linux.uidMappings[0].hostID = $POOL"
+  run maka run -b "$BATS_TEST_TMPDIR/b" u2
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"linux.uidMappings[0].hostID: host ids $POOL..$((POOL + BLOCK - 1)) are in maka's id pool"* ]]
+  update_config "$BATS_TEST_TMPDIR/b" '.linux.uidMappings[0].hostID = 0'
+  run maka run -b "$BATS_TEST_TMPDIR/b" u2
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"linux.uidMappings[0].hostID: 0 would make the sandbox's user the host's root"* ]]
+  assert_nothing_left u2
+}
+
+@test "50 concurrent creates each get their own block; deleting them gives every block back" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sleep 300
+  seq 50 | xargs -P 10 -I{} "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" \
+    --policy "$BATS_FILE_TMPDIR/restricted.json" create -b "$BATS_TEST_TMPDIR/b" c{} >"$BATS_TEST_TMPDIR/out" 2>&1 \
+    || { cat "$BATS_TEST_TMPDIR/out"; false; }
+  [ "$(leases | wc -l)" -eq 50 ]
+  [ "$(leases | awk '{print $1}' | sort -u | wc -l)" -eq 50 ]
+  local starts
+  starts=$(for i in $(seq 50); do restricted state "c$i" | jq -r '.uidMappings[0].hostID'; done | sort -u | wc -l)
+  [ "$starts" -eq 50 ]
+  # Each lease names the sandbox whose state shows its block.
+  [ "$(restricted state c7 | jq -r '.uidMappings[0].hostID')" = "$(leases | awk '$2 == "c7" {print $1}')" ]
+  seq 50 | xargs -P 10 -I{} "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" delete --force c{}
+  [ -z "$(leases)" ]
+}
+
+@test "a crash after leasing and before the cgroup exists leaves a lease that recover gives back" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sleep 300
+  for stage in create:ids-leased create:record-published; do
+    local rc=0
+    MAKA_TEST_CRASH_AT=$stage "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" \
+      --policy "$BATS_FILE_TMPDIR/restricted.json" create -b "$BATS_TEST_TMPDIR/b" u3 \
+      </dev/null >"$BATS_TEST_TMPDIR/crash" 2>&1 3>&- || rc=$?
+    [ "$rc" -eq 137 ] || { cat "$BATS_TEST_TMPDIR/crash"; false; }
+    [ "$(leases | awk '{print $2}')" = u3 ]
+    [ -z "$(find /sys/fs/cgroup -type d -name u3)" ]
+    run maka recover
+    [ "$status" -eq 0 ]
+    [ -z "$(leases)" ]
+    assert_nothing_left u3
+  done
+  # The block is free again: the next sandbox gets it.
+  run maka_io --policy "$BATS_FILE_TMPDIR/restricted.json" run -d -b "$BATS_TEST_TMPDIR/b" u3
+  [ "$status" -eq 0 ]
+  [ "$(leases)" = "$POOL u3" ]
+}
