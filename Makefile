@@ -98,8 +98,9 @@ integration: build fixtures crictl
 	tests/integration/run.sh $(TESTS)
 
 # The long stress tests (bats tag soak: 20 parallel create/start/delete
-# loops), in the guest like the rest; not part of `make test`.
-SOAK_TESTS ?= tests/integration/recover.bats
+# loops, 50 concurrent creates leasing id blocks), in the guest like the
+# rest; not part of `make test`.
+SOAK_TESTS ?= tests/integration/recover.bats tests/integration/userns.bats
 soak: build fixtures crictl
 	$(MAKE) --no-print-directory integration INTEGRATION_TAGS=soak TESTS="$(SOAK_TESTS)"
 

@@ -39,7 +39,7 @@ func TestAttackerReviewRefusals(t *testing.T) {
 		}},
 		{"ro then rw on a read-only bind", "mounts[7].options", func(s *specs.Spec) { s.Mounts = append(s.Mounts, bind("rbind", "ro", "rw")) }},
 		{"ro then rrw on a read-only bind", "mounts[7].options", func(s *specs.Spec) { s.Mounts = append(s.Mounts, bind("rbind", "ro", "rrw")) }},
-		{"an idmapped bind", "mounts[7].options[2]", func(s *specs.Spec) { s.Mounts = append(s.Mounts, bind("rbind", "ro", "idmap")) }},
+		{"an idmapped bind without a user namespace", "mounts[7].options", func(s *specs.Spec) { s.Mounts = append(s.Mounts, bind("rbind", "ro", "idmap")) }},
 		{"a shared bind", "mounts[7].options[2]", func(s *specs.Spec) { s.Mounts = append(s.Mounts, bind("rbind", "ro", "rshared")) }},
 		{"a second size after a comma", "mounts[7].options[1]", func(s *specs.Spec) {
 			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/t", Type: "tmpfs", Source: "tmpfs", Options: []string{"size=1m", "mode=1777,size=100g"}})

@@ -183,6 +183,8 @@ func normalise(spec *specs.Spec) (*specs.Spec, error) {
 // checker walks the (copied) spec: it records what the policy refuses and
 // fills in the defaults where the spec is silent.
 type checker struct {
+	// userns: the sandbox has its own user namespace (checkUsers).
+	userns  bool
 	policy  *libmaka.Policy
 	spec    *specs.Spec
 	items   []Item
@@ -379,6 +381,12 @@ func isBind(m *specs.Mount) bool {
 	return m.Type == "bind" || slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind")
 }
 
+// idmapped reports whether the bind is mounted through the sandbox's
+// user namespace mapping (runc's idmap, ridmap options).
+func idmapped(m *specs.Mount) bool {
+	return slices.Contains(m.Options, "idmap") || slices.Contains(m.Options, "ridmap")
+}
+
 func isReadonly(m *specs.Mount) bool {
 	return readonlyOptions(m.Options)
 }
@@ -401,6 +409,9 @@ func (c *checker) checkBind(field string, m *specs.Mount) {
 		c.reject(field+".source", fmt.Sprintf(`"bindPaths": [..., {"path": %q, "mode": %q}]`, src, mode), "binding the host path %s is not allowed by %s", src, c.profile())
 	case rule == "ro" && !isReadonly(m):
 		c.reject(field+".options", fmt.Sprintf(`"bindPaths": [..., {"path": %q, "mode": "rw"}]`, src), "%s may only be bound read-only by %s (add \"ro\" to the options)", src, c.profile())
+	}
+	if idmapped(m) && !c.userns {
+		c.reject(field+".options", "", `"idmap" needs a user namespace: its mapping is the sandbox's`)
 	}
 	if isReadonly(m) && !slices.Contains(m.Options, "rro") {
 		// ro makes only the top mount read-only: what is mounted below

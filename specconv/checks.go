@@ -255,6 +255,9 @@ var mountFlags = map[string]bool{
 	"newinstance": true,
 	// Podman's: the tmpfs starts with a copy of what the root has there.
 	"tmpcopyup": true,
+	// A bind mounted idmapped through the sandbox's own user namespace
+	// (checkBind: binds only, and only with a user namespace).
+	"idmap": true, "ridmap": true,
 }
 
 // mountData are the key=value options each filesystem type may have.
@@ -268,6 +271,9 @@ var mountData = map[string][]string{
 // option: runc joins them with commas, so a comma inside one would smuggle
 // more (a second size= after the checked one).
 func (c *checker) checkMountOptions(field string, m *specs.Mount) {
+	if idmapped(m) && !isBind(m) {
+		c.reject(field+".options", "", "only a bind may be mounted idmapped")
+	}
 	for j, o := range m.Options {
 		opt := fmt.Sprintf("%s.options[%d]", field, j)
 		k, _, data := strings.Cut(o, "=")
@@ -277,7 +283,7 @@ func (c *checker) checkMountOptions(field string, m *specs.Mount) {
 		case data && !slices.Contains(mountData[m.Type], k):
 			c.reject(opt, "", "%q is not an option a %s mount may have here", o, m.Type)
 		case !data && !mountFlags[o]:
-			c.reject(opt, "", "the mount option %q is not allowed (shared propagation, remounts, idmaps and options that clear nosuid, nodev or noexec below a mount are refused)", o)
+			c.reject(opt, "", "the mount option %q is not allowed (shared propagation, remounts and options that clear nosuid, nodev or noexec below a mount are refused)", o)
 		}
 	}
 }

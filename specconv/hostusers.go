@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // Host files naming the ids host accounts use, and the subordinate ranges
@@ -101,6 +102,24 @@ func checkHostUsers(b *libmaka.Boundary, reject func(field, format string, args 
 			}
 		}
 	}
+	// A writable bind is written by the sandbox's ids: one they do not own
+	// (the host's root's, typically) would be writable in name only. It
+	// must be mounted idmapped (through the sandbox's mapping, what the
+	// host's root owns is the sandbox root's), or belong to a mapped id
+	// (an engine chowned it, as Podman does for --userns).
+	for i, m := range b.Mounts {
+		if !isBind(&m) || isReadonly(&m) || idmapped(&m) {
+			continue
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(m.Source, &st); err != nil {
+			continue // reported with the bind sources
+		}
+		if u.Source == libmaka.IDsFromConfig && hostMaps(b.UIDMappings, st.Uid) {
+			continue
+		}
+		reject(fmt.Sprintf("mounts[%d].options", i), "%s belongs to host uid %d, which the sandbox's user namespace does not map: its root could not write there. Add \"idmap\" to the options (mounted through the sandbox's mapping), or bind it read-only", m.Source, st.Uid)
+	}
 	// The sandbox's root must reach its root filesystem: every directory
 	// on the way must be searchable by others (a pool's block belongs to
 	// no file on the host).
@@ -116,4 +135,14 @@ func checkHostUsers(b *libmaka.Boundary, reject func(field, format string, args 
 			}
 		}
 	}
+}
+
+// hostMaps reports whether the host id is inside one of the mappings.
+func hostMaps(maps []specs.LinuxIDMapping, id uint32) bool {
+	for _, m := range maps {
+		if uint64(id) >= uint64(m.HostID) && uint64(id) < uint64(m.HostID)+uint64(m.Size) {
+			return true
+		}
+	}
+	return false
 }

@@ -27,6 +27,7 @@ func (c *checker) checkUsers() {
 	case !userns:
 		return
 	}
+	c.userns = true
 	if !mapped {
 		c.checkMappedUser(c.spec.Process, []specs.LinuxIDMapping{{Size: c.policy.IDPool.Size}}, nil)
 		return

@@ -1,6 +1,7 @@
 package specconv
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,3 +219,39 @@ func mkdirMode(p string, m os.FileMode) error {
 	return os.Chmod(p, m)
 }
 func chmod(p string, m os.FileMode) error { return os.Chmod(p, m) }
+
+// A writable bind in a sandbox with a pool block is written by ids that own
+// nothing on the host: refused unless idmapped (or read-only).
+func TestWritableBindNeedsIdmapInAUserNamespace(t *testing.T) {
+	src := t.TempDir()
+	for _, d := range []string{src, filepath.Dir(src)} {
+		if err := chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pol := policy(t, "baseline")
+	pol.BindPaths = []libmaka.PathRule{{Path: filepath.Dir(src), Mode: "rw"}}
+	for _, tc := range []struct {
+		opts []string
+		ok   bool
+	}{{[]string{"rbind", "rw"}, false}, {[]string{"rbind", "rw", "idmap"}, true}, {[]string{"rbind", "ro"}, true}} {
+		s := sandboxSpec(t)
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
+		s.Root.Path = src
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/mnt", Type: "bind", Source: src, Options: tc.opts})
+		b, err := ToBoundary(s, pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckHost(b, pol, src, nil)
+		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), fmt.Sprintf("mounts[%d].options: %s belongs to host uid", len(s.Mounts)-1, src))) {
+			t.Errorf("options %v: %v", tc.opts, err)
+		}
+	}
+	// Without a user namespace, idmap has no mapping to go through.
+	s := sandboxSpec(t)
+	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/mnt", Type: "bind", Source: src, Options: []string{"rbind", "ro", "idmap"}})
+	if _, err := ToBoundary(s, pol); err == nil || !strings.Contains(err.Error(), `"idmap" needs a user namespace`) {
+		t.Fatalf("idmap without a user namespace: %v", err)
+	}
+}
