@@ -123,8 +123,7 @@ func TestLeaseGivenBackWithTheRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Unlock()
-	got, _ := store.Get("b")
-	if err := releaseIDs(store, got); err != nil {
+	if err := lock.Drop(); err != nil {
 		t.Fatal(err)
 	}
 	if l := leaseFiles(t, rt); len(l) != 0 {

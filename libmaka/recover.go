@@ -49,10 +49,7 @@ func (rt *Runtime) reap(lock *Lock, rec *ContainerRecord) error {
 	if err := os.RemoveAll(stateDir); err != nil {
 		return fmt.Errorf("container %s: remove state: %w", rec.ID, err)
 	}
-	// No process of the sandbox is left: its ids may go to another.
-	if err := releaseIDs(lock.store, rec); err != nil {
-		return err
-	}
+	// No process of the sandbox is left: Drop gives its ids back.
 	return lock.Drop()
 }
 

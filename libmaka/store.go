@@ -431,8 +431,17 @@ func (l *Lock) Publish(r *ContainerRecord) error {
 }
 
 // Drop removes the record (and a temporary file a crash may have left),
-// and syncs the directory so that the removal is durable too.
+// and syncs the directory so that the removal is durable too. The block of
+// ids the record names is given back first: a record is dropped only once
+// its sandbox is gone (no process of it lives), and a crash between the
+// two leaves a record whose lease is already free, which is harmless
+// (releaseIDs only removes a lease its record holds).
 func (l *Lock) Drop() error {
+	if rec, err := l.store.Get(l.id); err == nil && rec != nil {
+		if err := releaseIDs(l.store, rec); err != nil {
+			return err
+		}
+	}
 	_ = os.Remove(l.store.tempPath(l.id))
 	if err := os.Remove(l.store.recordPath(l.id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("container %s: drop record: %w", l.id, err)
