@@ -88,6 +88,28 @@ reject_case() {
   maka delete --force bd-out
 }
 
+@test "maka boundary exits 0 when allowed, 1 when refused, 2 when the input gives no verdict" {
+  make_bundle "$BATS_TEST_TMPDIR/b" true
+  run --separate-stderr maka boundary --bundle "$BATS_TEST_TMPDIR/b" --format json
+  [ "$status" -eq 0 ]
+  update_config "$BATS_TEST_TMPDIR/b" '.root.readonly = false'
+  run --separate-stderr maka boundary --bundle "$BATS_TEST_TMPDIR/b" --format json
+  [ "$status" -eq 1 ]
+  jq -e '.verdict.allowed == false' <<<"$output"
+  run maka boundary --bundle "$BATS_TEST_TMPDIR/b" --format yaml
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"--format: invalid value"* ]]
+  echo '{"capabilites": []}' > "$BATS_TEST_TMPDIR/bad-policy.json"
+  run maka --policy "$BATS_TEST_TMPDIR/bad-policy.json" boundary --bundle "$BATS_TEST_TMPDIR/b"
+  [ "$status" -eq 2 ]
+  run maka boundary --bundle "$BATS_TEST_TMPDIR/nowhere"
+  [ "$status" -eq 2 ]
+  echo '{"ociVersion": ' > "$BATS_TEST_TMPDIR/b/config.json"
+  run maka boundary --bundle "$BATS_TEST_TMPDIR/b"
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"config.json: malformed JSON"* ]]
+}
+
 @test "capabilities, a writable root, binds and namespaces are refused before anything exists, naming the field" {
   # (create's message has one line per capability, field process.capabilities)
   reject_case '.process.capabilities.bounding = ["CAP_KILL"]' 'process.capabilities'
