@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
@@ -156,8 +155,9 @@ func loadPolicy(c *cli.Context) (*libmaka.Policy, error) {
 }
 
 func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
-	w := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
-	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
+	w := newTable(0, 2)
+	w.hang = 2
+	row := func(k, format string, args ...any) { w.row(k, fmt.Sprintf(format, args...)) }
 	row("profile", "%s", b.Profile)
 	ro := "read-only"
 	if !b.Rootfs.Readonly {
@@ -218,7 +218,7 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 			row("", "%s", it.String())
 		}
 	}
-	return w.Flush()
+	return w.write(os.Stdout)
 }
 
 // usersString says whose ids the sandbox's processes hold on the host.

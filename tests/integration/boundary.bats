@@ -199,9 +199,11 @@ reject_case() {
   jq -e --arg f "$BATS_TEST_TMPDIR/p.json" '.profile == "baseline" and .capabilities == ["CAP_KILL"] and .maxLimits.pids == 1 and .maxLimits.memory == 68719476736 and .maxLimits.cpus == 64 and .hooks == true and .source == $f and .modified == true' <<<"$output"
   run --separate-stderr maka --policy "$BATS_TEST_TMPDIR/p.json" policy show
   [ "$status" -eq 0 ]
-  [[ "$output" == *"baseline (modified by $BATS_TEST_TMPDIR/p.json)"* ]]
-  # (the table's column width follows its longest item name)
-  [[ "$(tr -s ' ' <<<"$output")" == *"largest limits memory 64 GiB, swap unlimited, pids 1, cpus 64, tmpfs 16 GiB, timeout 1 s"* ]]
+  # (the table's column width follows its longest item name, and a long
+  # value continues on the next line under its column: 80 columns)
+  [ -z "$(awk 'length > 80' <<<"$output")" ]
+  [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"baseline (modified by $BATS_TEST_TMPDIR/p.json)"* ]]
+  [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"largest limits memory 64 GiB, swap unlimited, pids 1, cpus 64, tmpfs 16 GiB, timeout 1 s"* ]]
   echo '{"profile": "baseline", "capabilites": []}' > "$BATS_TEST_TMPDIR/bad.json"
   run maka --policy "$BATS_TEST_TMPDIR/bad.json" policy show
   [ "$status" -eq 1 ]
