@@ -60,13 +60,13 @@ type RejectedError struct{ Verdict Verdict }
 // RejectedCode prefixes every rejection, for people and for scripts.
 const RejectedCode = "BOUNDARY_REJECTED"
 
-// FirstLineMax bounds the first line of a rejection: conmon and the
+// firstLineMax bounds the first line of a rejection: conmon and the
 // shims pass on a short message whole, and a reader sees the count and
 // the first reasons there even when the rest is cut.
-const FirstLineMax = 200
+const firstLineMax = 200
 
 // Error gives a first line with the count and the first reasons (at most
-// FirstLineMax bytes), then one line per refused thing: a capability once,
+// firstLineMax bytes), then one line per refused thing: a capability once,
 // naming its sets, anything else once per field. `maka boundary` and the
 // JSON log keep the full list, one item per field.
 func (e *RejectedError) Error() string {
@@ -146,10 +146,15 @@ func firstLine(v Verdict, groups []*itemGroup) string {
 		}
 	}
 	seenCaps := false
+	seen := map[string]bool{}
 	for _, g := range groups {
 		switch {
 		case g.capability == "":
-			reasons = append(reasons, g.first.Field)
+			// A field refused twice (two reasons) is one reason here.
+			if !seen[g.first.Field] {
+				seen[g.first.Field] = true
+				reasons = append(reasons, g.first.Field)
+			}
 		case !seenCaps:
 			seenCaps = true
 			if caps == 1 {
@@ -169,7 +174,7 @@ func firstLine(v Verdict, groups []*itemGroup) string {
 		if left := len(reasons) - i - 1; left > 0 {
 			more = fmt.Sprintf(", and %d more", left)
 		}
-		if len(line)+len(sep)+len(r)+len(more) > FirstLineMax {
+		if len(line)+len(sep)+len(r)+len(more) > firstLineMax {
 			if i > 0 {
 				line += fmt.Sprintf(", and %d more", len(reasons)-i)
 			}
@@ -177,9 +182,9 @@ func firstLine(v Verdict, groups []*itemGroup) string {
 		}
 		line += sep + r
 	}
-	if len(line) > FirstLineMax {
+	if len(line) > firstLineMax {
 		// Only a profile name or source beyond reason could get here.
-		line = line[:FirstLineMax]
+		line = line[:firstLineMax]
 	}
 	return line
 }

@@ -76,7 +76,7 @@ func TestRejectionOfOneCapabilityNamesIt(t *testing.T) {
 }
 
 // However many and however long the reasons, the first line stays within
-// FirstLineMax and says how many it left out.
+// firstLineMax and says how many it left out.
 func TestRejectionFirstLineIsBounded(t *testing.T) {
 	for _, n := range []int{1, 2, 5, 40, 400} {
 		var items []Item
@@ -87,7 +87,7 @@ func TestRejectionFirstLineIsBounded(t *testing.T) {
 		e := &RejectedError{Verdict: Verdict{Profile: "restricted", Items: items, Source: "the exec'd process"}}
 		lines := strings.Split(e.Error(), "\n")
 		first := lines[0]
-		if len(first) > FirstLineMax {
+		if len(first) > firstLineMax {
 			t.Errorf("%d items: first line has %d bytes: %q", n, len(first), first)
 		}
 		prefix := fmt.Sprintf("BOUNDARY_REJECTED: the exec'd process: %d items refused by profile restricted: mounts[0].options[0]", n+1)
