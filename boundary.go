@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
@@ -20,8 +19,14 @@ var boundaryCommand = &cli.Command{
 	Usage: "print the boundary contract a bundle compiles to, and the policy's verdict (creates nothing)",
 	Description: `The contract is what the sandbox may read and write, its network, limits,
 process and namespaces, after the policy's defaults are applied. The verdict
-lists every item of config.json the policy refuses, with its field. The exit
-status is 0 when the policy allows the bundle and 1 when it does not.
+lists every item of config.json the policy refuses, with its field.
+
+EXIT STATUS:
+       0  the policy allows the bundle
+       1  the policy refuses it (the verdict lists why)
+       2  no verdict: the input is unusable (a missing bundle, a config.json that
+          cannot be read or is not valid, a bad --format or policy file, too many
+          arguments)
 
 EXAMPLE:
        # maka boundary --bundle /containers/box
@@ -31,69 +36,86 @@ EXAMPLE:
 		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "table, json, or oci (the OCI document built from the contract: what libcontainer is handed)"},
 	},
 	Action: func(c *cli.Context) error {
-		if err := checkArgs(c, 0, exactArgs); err != nil {
-			return err
-		}
-		format := c.String("format")
-		if format != "table" && format != "json" && format != "oci" {
-			return fmt.Errorf("--format: invalid value %q (want table, json or oci)", format)
-		}
-		policy, err := loadPolicy(c)
-		if err != nil {
-			return err
-		}
-		bundle := c.String("bundle")
-		if bundle == "" {
-			bundle = "."
-		}
-		spec, err := specconv.LoadSpec(bundle)
-		if err != nil {
-			return err
-		}
-		b, verdict, err := specconv.Explain(spec, policy)
-		if err != nil {
-			return err
-		}
-		if verdict.Allowed {
-			// What create checks on the host too (the root and bind
-			// sources resolved, maka's own state, the host's namespaces).
-			dir, err := filepath.Abs(bundle)
-			if err != nil {
-				return err
-			}
-			eff, err := specconv.EffectivePolicy(spec, policy)
-			if err != nil {
-				return err
-			}
+		allowed, err := boundaryVerdict(c)
+		switch {
+		case err != nil:
+			// A refusal printed as an error (--format oci) is still a verdict.
 			var rejected *specconv.RejectedError
-			if err := checkHost(c, b, eff, dir); errors.As(err, &rejected) {
-				verdict = rejected.Verdict
-			} else if err != nil {
-				return err
+			if errors.As(err, &rejected) {
+				return &exitCodeError{code: 1, err: err}
 			}
-		}
-		if format == "oci" {
-			if !verdict.Allowed {
-				return &specconv.RejectedError{Verdict: verdict}
-			}
-			return printOCI(c, b)
-		}
-		if format == "json" {
-			err = printJSON(struct {
-				*libmaka.Boundary
-				Verdict specconv.Verdict `json:"verdict"`
-			}{b, verdict})
-		} else {
-			err = printBoundaryTable(b, verdict)
-		}
-		if err != nil {
-			return err
-		}
-		if !verdict.Allowed {
-			os.Exit(1)
+			return &exitCodeError{code: 2, err: err}
+		case !allowed:
+			// The verdict is printed: only the status is left to give.
+			return &exitCodeError{code: 1}
 		}
 		return nil
 	},
+}
+
+// boundaryVerdict prints the contract and the verdict of `maka boundary`,
+// and says whether the policy allows the bundle. An error means there is
+// no verdict to print (or, for --format oci, a refusal).
+func boundaryVerdict(c *cli.Context) (bool, error) {
+	if err := checkArgs(c, 0, exactArgs); err != nil {
+		return false, err
+	}
+	format := c.String("format")
+	if format != "table" && format != "json" && format != "oci" {
+		return false, fmt.Errorf("--format: invalid value %q (want table, json or oci)", format)
+	}
+	policy, err := loadPolicy(c)
+	if err != nil {
+		return false, err
+	}
+	bundle := c.String("bundle")
+	if bundle == "" {
+		bundle = "."
+	}
+	spec, err := specconv.LoadSpec(bundle)
+	if err != nil {
+		return false, err
+	}
+	b, verdict, err := specconv.Explain(spec, policy)
+	if err != nil {
+		return false, err
+	}
+	if verdict.Allowed {
+		// What create checks on the host too (the root and bind
+		// sources resolved, maka's own state, the host's namespaces).
+		dir, err := filepath.Abs(bundle)
+		if err != nil {
+			return false, err
+		}
+		eff, err := specconv.EffectivePolicy(spec, policy)
+		if err != nil {
+			return false, err
+		}
+		var rejected *specconv.RejectedError
+		if err := checkHost(c, b, eff, dir); errors.As(err, &rejected) {
+			verdict = rejected.Verdict
+		} else if err != nil {
+			return false, err
+		}
+	}
+	if format == "oci" {
+		if !verdict.Allowed {
+			return false, &specconv.RejectedError{Verdict: verdict}
+		}
+		return true, printOCI(c, b)
+	}
+	if format == "json" {
+		err = printJSON(struct {
+			*libmaka.Boundary
+			Verdict specconv.Verdict `json:"verdict"`
+		}{b, verdict})
+	} else {
+		err = printBoundaryTable(b, verdict)
+	}
+	if err != nil {
+		return false, err
+	}
+	return verdict.Allowed, nil
 }
 
 // printOCI prints the OCI document maka builds from the contract alone
@@ -133,8 +155,9 @@ func loadPolicy(c *cli.Context) (*libmaka.Policy, error) {
 }
 
 func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
-	w := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
-	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
+	w := newTable(0, 2)
+	w.hang = 2
+	row := func(k, format string, args ...any) { w.row(k, fmt.Sprintf(format, args...)) }
 	row("profile", "%s", b.Profile)
 	ro := "read-only"
 	if !b.Rootfs.Readonly {
@@ -195,7 +218,7 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 			row("", "%s", it.String())
 		}
 	}
-	return w.Flush()
+	return w.write(os.Stdout)
 }
 
 // usersString says whose ids the sandbox's processes hold on the host.

@@ -60,3 +60,21 @@ func TestMergeResourcesOnlyChangesWhatIsSet(t *testing.T) {
 		t.Errorf("update not applied: pids %d cpus %q", *cur.PidsLimit, cur.CpusetCpus)
 	}
 }
+
+// An unexpected argument points at the help of the command as typed,
+// subcommand included.
+func TestCheckArgsNamesTheFullCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"policy", "show", "extra"}, "policy show: exactly 0 arguments expected, 1 given (see 'maka policy show --help')"},
+		{[]string{"boundary", "extra", "more"}, "boundary: exactly 0 arguments expected, 2 given (see 'maka boundary --help')"},
+		{[]string{"features", "x"}, "features: exactly 0 arguments expected, 1 given (see 'maka features --help')"},
+	} {
+		_, _, err := runMaka(t, tc.args...)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("maka %s: err = %v, want %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}

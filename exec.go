@@ -173,7 +173,8 @@ func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
 		}
 		var p specs.Process
 		if err := json.Unmarshal(data, &p); err != nil {
-			return nil, fmt.Errorf("--process %s: malformed JSON: %w", path, err)
+			// Named by key and JSON type, never by Go's.
+			return nil, fmt.Errorf("--process %s: %w", path, libmaka.JSONError(err, "process"))
 		}
 		return &p, nil
 	}

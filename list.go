@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/maka-runtime/maka/libmaka"
@@ -51,16 +51,17 @@ EXAMPLE:
 		if format == "json" {
 			return printJSON(states)
 		}
-		w := tabwriter.NewWriter(os.Stdout, 12, 1, 3, ' ', 0)
-		fmt.Fprint(w, "ID\tPID\tSTATUS\tBUNDLE\tCREATED\tOWNER\n")
+		// runc's layout; CREATED (4) is never broken.
+		w := newTable(12, 3, 4)
+		w.row("ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER")
 		for _, s := range states {
 			status := string(s.Status)
 			if s.Orphaned != "" {
 				status += "(orphaned)" // details: --format json, maka recover
 			}
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Pid, status, s.Bundle, s.Created.Format(time.RFC3339Nano), s.Owner)
+			w.row(s.ID, strconv.Itoa(s.Pid), status, s.Bundle, s.Created.Format(time.RFC3339Nano), s.Owner)
 		}
-		return w.Flush()
+		return w.write(os.Stdout)
 	},
 }
 

@@ -40,6 +40,13 @@ value for "bundle" is the current directory.`
 func main() {
 	app := newApp()
 	if err := app.Run(os.Args); err != nil {
+		var st *exitCodeError
+		if errors.As(err, &st) {
+			if st.err == nil {
+				os.Exit(st.code)
+			}
+			fatalWithCode(st.err, st.code)
+		}
 		fatal(err)
 	}
 }
@@ -178,3 +185,20 @@ func fatalWithCode(err error, code int) {
 	}
 	os.Exit(code)
 }
+
+// exitCodeError carries the exit status a command documents (`maka boundary`:
+// 1 refused, 2 unusable input). A nil err means the command has printed
+// all it had to say and only the status is left.
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e *exitCodeError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitCodeError) Unwrap() error { return e.err }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/urfave/cli/v2"
@@ -49,8 +48,9 @@ with "source" (the file) and "modified".`,
 // printPolicyTable prints the policy for people. flag is --policy's value:
 // without it, the table says the default file was absent.
 func printPolicyTable(out io.Writer, p *libmaka.Policy, flag string) error {
-	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
-	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
+	w := newTable(0, 2)
+	w.hang = 2
+	row := func(k, format string, args ...any) { w.row(k, fmt.Sprintf(format, args...)) }
 	list := func(items []string) string {
 		if len(items) == 0 {
 			return "none"
@@ -107,5 +107,5 @@ func printPolicyTable(out io.Writer, p *libmaka.Policy, flag string) error {
 		audit = "none"
 	}
 	row("audit", "%s", audit)
-	return w.Flush()
+	return w.write(out)
 }

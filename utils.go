@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/urfave/cli/v2"
@@ -38,7 +39,30 @@ func checkArgs(c *cli.Context, want int, mode argCount) error {
 	if want != 1 {
 		plural = "s"
 	}
-	return fmt.Errorf("%s: %s %d argument%s expected, %d given (see 'maka %s --help')", c.Command.Name, what, want, plural, n, c.Command.Name)
+	name := commandPath(c)
+	return fmt.Errorf("%s: %s %d argument%s expected, %d given (see 'maka %s --help')", name, what, want, plural, n, name)
+}
+
+// commandPath is the command as typed after "maka" ("policy show"): the
+// help a user is pointed at must be the subcommand's. urfave/cli v2's
+// Command.FullName gives only the last name (it never fills in the path),
+// so the path is read from the chain of contexts.
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, ctx := range c.Lineage() {
+		if ctx.Command == nil || ctx.Command.Name == "" {
+			continue
+		}
+		names = append([]string{ctx.Command.Name}, names...)
+	}
+	// The outermost is the app's root command, "maka" itself.
+	if len(names) > 0 && c.App != nil && names[0] == c.App.Name {
+		names = names[1:]
+	}
+	if len(names) == 0 {
+		return c.Command.Name
+	}
+	return strings.Join(names, " ")
 }
 
 // runtimeOf returns the state root chosen by the global --root flag.

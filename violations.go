@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"unsafe"
 
 	"github.com/maka-runtime/maka/libmaka/monitor"
@@ -51,12 +50,13 @@ EXAMPLE:
 		if format == "json" {
 			return printJSON(recs)
 		}
-		w := tabwriter.NewWriter(os.Stdout, 4, 8, 2, ' ', 0)
-		fmt.Fprintln(w, "TIME\tTYPE\tACTION\tPID\tCOMM\tWHAT")
+		// TIME (0) and PID (3) are never broken.
+		w := newTable(4, 2, 0, 3)
+		w.row("TIME", "TYPE", "ACTION", "PID", "COMM", "WHAT")
 		for _, r := range recs {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Format("2006-01-02T15:04:05.000Z07:00"), r.Type, r.Action, pidText(r.Pid), r.Comm, what(r))
+			w.row(r.Time.Format("2006-01-02T15:04:05.000Z07:00"), r.Type, r.Action, pidText(r.Pid), r.Comm, what(r))
 		}
-		return w.Flush()
+		return w.write(os.Stdout)
 	},
 }
 

@@ -69,6 +69,11 @@ func decodeStrict(data []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return JSONError(err, "policy")
 	}
+	// encoding/json takes null for any object, as nothing to set: the file
+	// would silently be the restricted profile.
+	if bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("null")) {
+		return errors.New("policy: expected an object, got null")
+	}
 	// A second document would be silently ignored by a plain Decode: the
 	// file would not mean what it says.
 	var extra json.RawMessage

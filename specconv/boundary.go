@@ -28,6 +28,12 @@ type Item struct {
 	Field   string `json:"field"`   // the config.json field, e.g. process.capabilities.bounding[3]
 	Message string `json:"message"` // what is wrong
 	Allow   string `json:"allow"`   // the policy line that would allow it ("" if none may)
+	// Capability and CapSet are set for a capability refused in one of
+	// process.capabilities' sets: the error message gives one line per
+	// capability (a default one is in three or four sets), while the JSON
+	// keeps one item per field.
+	Capability string `json:"-"`
+	CapSet     string `json:"-"`
 }
 
 func (it Item) String() string {
@@ -54,17 +60,133 @@ type RejectedError struct{ Verdict Verdict }
 // RejectedCode prefixes every rejection, for people and for scripts.
 const RejectedCode = "BOUNDARY_REJECTED"
 
+// firstLineMax bounds the first line of a rejection: conmon and the
+// shims pass on a short message whole, and a reader sees the count and
+// the first reasons there even when the rest is cut.
+const firstLineMax = 200
+
+// Error gives a first line with the count and the first reasons (at most
+// firstLineMax bytes), then one line per refused thing: a capability once,
+// naming its sets, anything else once per field. `maka boundary` and the
+// JSON log keep the full list, one item per field.
 func (e *RejectedError) Error() string {
-	lines := make([]string, len(e.Verdict.Items))
-	for i, it := range e.Verdict.Items {
-		lines[i] = "  " + it.String()
+	v := e.Verdict
+	groups := groupItems(v.Items)
+	lines := make([]string, 0, len(groups)+1)
+	lines = append(lines, firstLine(v, groups))
+	for _, g := range groups {
+		lines = append(lines, "  "+g.line)
 	}
-	source := e.Verdict.Source
-	if source == "" {
-		source = "config.json"
+	return strings.Join(lines, "\n")
+}
+
+// itemGroup is one line of a rejection: one item, or one capability with
+// every set it was refused in.
+type itemGroup struct {
+	capability string   // "" for an item that is not a capability
+	sets       []string // the capability's sets, in config.json's order
+	first      Item
+	line       string
+}
+
+func groupItems(items []Item) []*itemGroup {
+	var groups []*itemGroup
+	byCap := map[string]*itemGroup{}
+	for _, it := range items {
+		if it.Capability == "" {
+			groups = append(groups, &itemGroup{first: it, line: it.String()})
+			continue
+		}
+		g := byCap[it.Capability]
+		if g == nil {
+			g = &itemGroup{capability: it.Capability, first: it}
+			byCap[it.Capability] = g
+			groups = append(groups, g)
+		}
+		if !slices.Contains(g.sets, it.CapSet) {
+			g.sets = append(g.sets, it.CapSet)
+		}
 	}
-	return fmt.Sprintf("%s: %s asks for %d thing(s) profile %s does not allow:\n%s",
-		RejectedCode, source, len(lines), e.Verdict.Profile, strings.Join(lines, "\n"))
+	for _, g := range groups {
+		if g.capability == "" {
+			continue
+		}
+		// "CAP_X is not allowed by ..." becomes "CAP_X (bounding,
+		// effective) is not allowed by ...".
+		what := g.capability + " (" + strings.Join(g.sets, ", ") + ")"
+		msg := g.first.Message
+		if rest, ok := strings.CutPrefix(msg, g.capability); ok {
+			msg = what + rest
+		} else {
+			msg = what + ": " + msg
+		}
+		g.line = Item{Field: "process.capabilities", Message: msg, Allow: g.first.Allow}.String()
+	}
+	return groups
+}
+
+// firstLine: "BOUNDARY_REJECTED: 40 items refused by profile restricted:
+// process.capabilities (14 capabilities), root.readonly, and 2 more".
+func firstLine(v Verdict, groups []*itemGroup) string {
+	head := RejectedCode + ": "
+	if v.Source != "" && v.Source != "config.json" {
+		head += v.Source + ": "
+	}
+	noun := "items"
+	if len(v.Items) == 1 {
+		noun = "item"
+	}
+	head += fmt.Sprintf("%d %s refused by profile %s", len(v.Items), noun, v.Profile)
+	// The capabilities make one reason, where the first of them was.
+	var reasons []string
+	var caps int
+	for _, g := range groups {
+		if g.capability != "" {
+			caps++
+		}
+	}
+	seenCaps := false
+	seen := map[string]bool{}
+	for _, g := range groups {
+		switch {
+		case g.capability == "":
+			// A field refused twice (two reasons) is one reason here.
+			if !seen[g.first.Field] {
+				seen[g.first.Field] = true
+				reasons = append(reasons, g.first.Field)
+			}
+		case !seenCaps:
+			seenCaps = true
+			if caps == 1 {
+				reasons = append(reasons, "process.capabilities ("+g.capability+")")
+			} else {
+				reasons = append(reasons, fmt.Sprintf("process.capabilities (%d capabilities)", caps))
+			}
+		}
+	}
+	line := head
+	for i, r := range reasons {
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		more := ""
+		if left := len(reasons) - i - 1; left > 0 {
+			more = fmt.Sprintf(", and %d more", left)
+		}
+		if len(line)+len(sep)+len(r)+len(more) > firstLineMax {
+			if i > 0 {
+				line += fmt.Sprintf(", and %d more", len(reasons)-i)
+			}
+			break
+		}
+		line += sep + r
+	}
+	if len(line) > firstLineMax {
+		// Only a profile name or source beyond reason could get here.
+		line = line[:firstLineMax]
+	}
+	return line
 }
 
 // Runtime defaults maka adds where config.json is silent.
@@ -243,6 +365,8 @@ func (c *checker) checkProcess() {
 				if !c.policy.AllowsCapability(name) {
 					c.reject(fmt.Sprintf("process.capabilities.%s[%d]", set, i), fmt.Sprintf(`"capabilities": [..., %q]`, name),
 						"%s is not allowed by %s", name, c.profile())
+					last := &c.items[len(c.items)-1]
+					last.Capability, last.CapSet = name, set
 				}
 			}
 		}

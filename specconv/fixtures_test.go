@@ -100,8 +100,13 @@ func TestEngineDefaultSpecsAreRefusedByRestrictedItemByItem(t *testing.T) {
 				if !policyLine.MatchString(it.Allow) {
 					t.Errorf("item %s names no policy line that would allow it: %+v", it.Field, it)
 				}
-				if !strings.Contains(err.Error(), it.String()) {
-					t.Errorf("the message does not carry item %q", it)
+				if it.Capability == "" {
+					if !strings.Contains(err.Error(), it.String()) {
+						t.Errorf("the message does not carry item %q", it)
+					}
+				} else if !capabilityLine(err.Error(), it) {
+					// One line per capability, naming its sets.
+					t.Errorf("the message has no line for %s in %s:\n%s", it.Capability, it.CapSet, err)
 				}
 			}
 			// Every capability of every set is an item of its own.
@@ -190,4 +195,17 @@ func testLease(b *libmaka.Boundary) *libmaka.Boundary {
 		b.UIDMappings, b.GIDMappings = m, m
 	}
 	return b
+}
+
+// capabilityLine: msg has the line of it's capability, naming its set.
+func capabilityLine(msg string, it Item) bool {
+	for _, l := range strings.Split(msg, "\n") {
+		sets, ok := strings.CutPrefix(l, "  process.capabilities: "+it.Capability+" (")
+		if !ok {
+			continue
+		}
+		sets, _, _ = strings.Cut(sets, ")")
+		return slices.Contains(strings.Split(sets, ", "), it.CapSet)
+	}
+	return false
 }

@@ -62,11 +62,9 @@ func describeJSONError(data []byte, err error) string {
 	case errors.As(err, &syn):
 		off = syn.Offset
 	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "(document)"
-		}
-		return fmt.Sprintf("field %s: cannot use a JSON %s as %s (%s)", field, typ.Value, typ.Type, lineCol(data, typ.Offset))
+		// The key and the JSON kinds expected and found, never Go's types
+		// (specs-go's struct and field names mean nothing in config.json).
+		return fmt.Sprintf("%v (%s)", libmaka.JSONError(typ, "the document"), lineCol(data, typ.Offset))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Sprintf("unexpected end of data, the document is truncated (%s)", lineCol(data, int64(len(data))))
 	}

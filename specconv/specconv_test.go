@@ -28,7 +28,9 @@ func TestLoadSpecErrors(t *testing.T) {
 		`{"ociVersion": "1.0.0",`:           "line 1",
 		"{\n \"process\": {\"args\": 3}\n}": "process.args",
 		`{} {}`:                             "trailing data",
-		`[1]`:                               "cannot use",
+		`[1]`:                               "the document: expected an object, got an array",
+		`{"process": {"args": [1]}}`:        "process.args: expected a string, got a number",
+		`{"linux": {"uidMappings": [{"size": -1}]}}`: "linux.uidMappings.size: expected a whole number within range, got -1",
 	}
 	for doc, want := range cases {
 		if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(doc), 0o644); err != nil {
@@ -37,6 +39,12 @@ func TestLoadSpecErrors(t *testing.T) {
 		_, err := LoadSpec(dir)
 		if err == nil || !strings.Contains(err.Error(), "malformed JSON") || !strings.Contains(err.Error(), want) {
 			t.Errorf("LoadSpec(%q): err = %v; want malformed JSON mentioning %q", doc, err, want)
+		}
+		// config.json's words, not specs-go's.
+		for _, goWord := range []string{"Go ", "struct", "specs.", "[]", "uint32", "int64", "cannot unmarshal"} {
+			if err != nil && strings.Contains(err.Error(), goWord) {
+				t.Errorf("LoadSpec(%q): %v names Go's %q", doc, err, goWord)
+			}
 		}
 	}
 }

@@ -370,8 +370,9 @@ left: nothing"
   run cri maka runp --runtime maka "$CR/pod.restricted.json"
   echo "$output"
   [ "$status" -ne 0 ]
-  [[ "$output" == *"BOUNDARY_REJECTED: config.json asks for"*"profile restricted does not allow"* ]]
-  [[ "$output" == *"process.capabilities.bounding[0]: CAP_"*"is not allowed by profile restricted"* ]]
+  [[ "$output" == *"BOUNDARY_REJECTED: "[0-9]*" items refused by profile restricted: "* ]]
+  [[ "$output" != *"unexpected end of input"* ]]
+  [[ "$output" == *"process.capabilities: CAP_"*" (bounding"*") is not allowed by profile restricted"* ]]
   [[ "$output" == *"linux.namespaces["*"].path: joining the network namespace /var/run/netns/cni-"*"is not allowed by profile restricted"* ]]
   # containerd removed the failed sandbox; maka kept nothing.
   [ -z "$(cri maka pods -q --name demo-maka-restricted)" ]

@@ -247,7 +247,7 @@ JSON
   run maka exec --cap CAP_SYS_ADMIN ex true
   [ "$status" -ne 0 ]
   [[ "$output" == "BOUNDARY_REJECTED: "* ]]
-  [[ "$output" == *"process.capabilities.bounding["*"]: CAP_SYS_ADMIN is not allowed by profile baseline"* ]]
+  [[ "$output" == *"process.capabilities: CAP_SYS_ADMIN (bounding"*") is not allowed by profile baseline"* ]]
 }
 
 @test "foreground exec returns when its process exits, not when its background children do" {

@@ -48,7 +48,8 @@ leases() {
   # Before create, boundary says where the ids will come from.
   run restricted boundary --bundle "$BATS_TEST_TMPDIR/b"
   [ "$status" -eq 0 ]
-  [[ "$output" == *"users "*"user namespace: ids 0..65535 = a free block of host ids leased at create from the pool $POOL.."* ]]
+  # (the row wraps at 80 columns: joined again)
+  [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"users user namespace: ids 0..65535 = a free block of host ids leased at create from the pool $POOL.."* ]]
   run restricted boundary --format json --bundle "$BATS_TEST_TMPDIR/b"
   [ "$(jq -c .users <<<"$output")" = "{\"namespace\":true,\"source\":\"pool\",\"pool\":{\"start\":$POOL,\"size\":$BLOCK,\"count\":1024}}" ]
 

@@ -1,0 +1,119 @@
+package specconv
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Podman's default capabilities: what a default `podman run` asks for.
+var podmanCaps = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+	"CAP_NET_BIND_SERVICE", "CAP_SETFCAP", "CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID", "CAP_SYS_CHROOT"}
+
+// A default container refused by restricted: the first line has the count
+// and the reasons, each capability is one line naming its sets, and the
+// verdict keeps one item per field.
+func TestRejectionGroupsCapabilities(t *testing.T) {
+	s := exampleSpec(t)
+	s.Process.Capabilities.Bounding = podmanCaps
+	s.Process.Capabilities.Effective = podmanCaps
+	s.Process.Capabilities.Permitted = podmanCaps
+	s.Process.Capabilities.Ambient = nil
+	s.Process.Capabilities.Inheritable = nil
+	s.Root.Readonly = false
+	_, err := ToBoundary(s, policy(t, "restricted"))
+	items := rejectedItems(t, err)
+	if want := 3*len(podmanCaps) + 1; len(items) != want {
+		t.Fatalf("%d items, want %d (one per field): %v", len(items), want, items)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	// checkRoot comes first: root.readonly is the first reason.
+	want := fmt.Sprintf("BOUNDARY_REJECTED: %d items refused by profile restricted: root.readonly, process.capabilities (%d capabilities)", len(items), len(podmanCaps))
+	if lines[0] != want {
+		t.Errorf("first line:\n got %q\nwant %q", lines[0], want)
+	}
+	if len(lines) != 1+len(podmanCaps)+1 {
+		t.Errorf("%d lines, want the first, one per capability and root.readonly's:\n%s", len(lines), err)
+	}
+	wantLine := `  process.capabilities: CAP_CHOWN (bounding, effective, permitted) is not allowed by profile restricted (policy: "capabilities": [..., "CAP_CHOWN"])`
+	if lines[2] != wantLine {
+		t.Errorf("capability line:\n got %q\nwant %q", lines[2], wantLine)
+	}
+	for _, l := range lines[1:] {
+		if strings.Contains(l, "process.capabilities.") {
+			t.Errorf("a line per capability set: %q", l)
+		}
+	}
+	if !strings.HasPrefix(lines[1], "  root.readonly: ") {
+		t.Errorf("second line %q, want root.readonly's", lines[1])
+	}
+	// The JSON (maka boundary's verdict.items, the JSON log's items) is
+	// unchanged: one item per field, no grouping keys.
+	data, err := json.Marshal(items[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(data); got != `{"field":"process.capabilities.bounding[0]","message":"CAP_CHOWN is not allowed by profile restricted","allow":"\"capabilities\": [..., \"CAP_CHOWN\"]"}` {
+		t.Errorf("item JSON = %s", got)
+	}
+}
+
+func TestRejectionOfOneCapabilityNamesIt(t *testing.T) {
+	s := exampleSpec(t)
+	s.Process.Capabilities.Bounding = []string{"CAP_SYS_ADMIN"}
+	s.Process.Capabilities.Effective = nil
+	s.Process.Capabilities.Permitted = nil
+	s.Process.Capabilities.Ambient = nil
+	s.Process.Capabilities.Inheritable = nil
+	_, err := ToBoundary(s, policy(t, "baseline"))
+	rejectedItems(t, err)
+	want := "BOUNDARY_REJECTED: 1 item refused by profile baseline: process.capabilities (CAP_SYS_ADMIN)\n" +
+		`  process.capabilities: CAP_SYS_ADMIN (bounding) is not allowed by profile baseline (policy: "capabilities": [..., "CAP_SYS_ADMIN"])`
+	if err.Error() != want {
+		t.Errorf("got\n%s\nwant\n%s", err, want)
+	}
+}
+
+// However many and however long the reasons, the first line stays within
+// firstLineMax and says how many it left out.
+func TestRejectionFirstLineIsBounded(t *testing.T) {
+	for _, n := range []int{1, 2, 5, 40, 400} {
+		var items []Item
+		for i := 0; i < n; i++ {
+			items = append(items, Item{Field: fmt.Sprintf("mounts[%d].options[%d]", i, i), Message: "is not allowed"})
+		}
+		items = append(items, Item{Field: "process.capabilities.ambient[0]", Message: "CAP_KILL is not allowed", Capability: "CAP_KILL", CapSet: "ambient"})
+		e := &RejectedError{Verdict: Verdict{Profile: "restricted", Items: items, Source: "the exec'd process"}}
+		lines := strings.Split(e.Error(), "\n")
+		first := lines[0]
+		if len(first) > firstLineMax {
+			t.Errorf("%d items: first line has %d bytes: %q", n, len(first), first)
+		}
+		prefix := fmt.Sprintf("BOUNDARY_REJECTED: the exec'd process: %d items refused by profile restricted: mounts[0].options[0]", n+1)
+		if !strings.HasPrefix(first, prefix) {
+			t.Errorf("%d items: first line %q, want the prefix %q", n, first, prefix)
+		}
+		// Every reason is on the first line or counted in "and N more".
+		shown := strings.Count(first, "mounts[") + strings.Count(first, "process.capabilities")
+		more := 0
+		if i := strings.LastIndex(first, ", and "); i >= 0 {
+			fmt.Sscanf(first[i:], ", and %d more", &more)
+		}
+		if shown+more != n+1 {
+			t.Errorf("%d items: %d reasons shown and %d more in %q", n, shown, more, first)
+		}
+		if len(lines) != n+2 {
+			t.Errorf("%d items: %d lines", n, len(lines))
+		}
+	}
+}
+
+// A huge field name does not push the first line past its bound.
+func TestRejectionFirstLineWithAHugeField(t *testing.T) {
+	e := &RejectedError{Verdict: Verdict{Profile: "restricted", Items: []Item{{Field: strings.Repeat("x", 500), Message: "no"}}}}
+	first, _, _ := strings.Cut(e.Error(), "\n")
+	if first != "BOUNDARY_REJECTED: 1 item refused by profile restricted" {
+		t.Errorf("first line %q", first)
+	}
+}
