@@ -42,7 +42,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: all build maka monitor static fixtures crictl capture-specs unit integration soak test demo bench deps deps-packages lint clean
+.PHONY: all build maka monitor static fixtures crictl capture-specs unit fuzz integration soak test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -122,7 +122,23 @@ bench: build fixtures
 	"$${runner[@]}" tests/bench/bench.sh || echo "bench: the run failed (exit $$?)" >&2; \
 	BENCH_HOST_LOAD_AFTER="$$(cat /proc/loadavg)" python3 tests/bench/report.py $(CURDIR)/build || true
 
+# Every parser's fuzz target (package:name), each with a committed seed
+# corpus under its package's testdata/fuzz. `make fuzz` runs each for
+# FUZZTIME; `make test` runs each for FUZZTIME_TEST, a bounded smoke. A
+# failing input is written to testdata/fuzz: commit it with the fix.
+FUZZ_TARGETS = ./specconv:FuzzToBoundary ./specconv:FuzzParseSpec ./specconv:FuzzParsePolicy \
+	./specconv:FuzzNarrowSeccomp ./specconv:FuzzParseSize ./libmaka:FuzzParseRecord \
+	./libmaka:FuzzParseSignal ./libmaka:FuzzValidID .:FuzzParseUser
+FUZZTIME ?= 2m
+FUZZTIME_TEST ?= 10s
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz: $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -tags "$(BUILDTAGS)" -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
+	done
+
 test: unit
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
 	$(MAKE) --no-print-directory integration
 
 deps: deps-packages crictl

@@ -275,13 +275,33 @@ func FuzzParsePolicy(f *testing.F) {
 	f.Add([]byte(`{"profile":"baseline","bindPaths":[{"path":"/srv","mode":"ro"}],"sysctls":["net.*"]}`))
 	f.Add([]byte(`{"maxLimits":{"cpus":0.5}}`))
 	f.Add([]byte(`{`))
+	f.Add([]byte(`{"idPool":{"start":65536,"count":4},"delegatedIDs":[{"start":100000,"size":65536}],"userNamespace":"optional"}`))
+	f.Add([]byte(`{"idPool":{"start":0},"delegatedIDs":[{"start":1073741824,"size":1}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := libmaka.ParsePolicy(data)
 		if err != nil {
-			if !strings.Contains(err.Error(), ":") && !strings.Contains(err.Error(), "profile") {
+			if !strings.Contains(err.Error(), ":") && !strings.Contains(err.Error(), "profile") && !strings.HasPrefix(err.Error(), "unknown key ") {
 				t.Fatalf("error names nothing: %v", err)
 			}
+			for _, goWord := range []string{"libmaka.", "Go struct", "[]string", "uint32", "int64"} {
+				if strings.Contains(err.Error(), goWord) {
+					t.Fatalf("error speaks Go (%q): %v", goWord, err)
+				}
+			}
 			return
+		}
+		// A policy that parses never maps a sandbox onto the host's root,
+		// and never delegates ids of maka's own pool.
+		if p.IDPool.Start == 0 || p.IDPool.Size == 0 || p.IDPool.Count == 0 || p.IDPool.End() > 1<<32-1 {
+			t.Fatalf("id pool %+v accepted", p.IDPool)
+		}
+		for _, r := range p.DelegatedIDs {
+			if r.Start == 0 || r.Size == 0 || p.IDPool.Overlaps(r.Start, r.Size) {
+				t.Fatalf("delegated range %+v accepted with pool %+v", r, p.IDPool)
+			}
+		}
+		if p.UserNamespace != libmaka.UserNamespaceRequired && p.UserNamespace != libmaka.UserNamespaceOptional {
+			t.Fatalf("userNamespace %q accepted", p.UserNamespace)
 		}
 		if _, err := json.Marshal(p); err != nil {
 			t.Fatal(err)
