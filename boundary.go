@@ -150,8 +150,21 @@ func printOCI(c *cli.Context, b *libmaka.Boundary) error {
 }
 
 // loadPolicy reads --policy, or /etc/maka/policy.json, or the restricted default.
+// As an ordinary user, the policy is applied to the user's own share of
+// the host (Policy.ForRootless).
 func loadPolicy(c *cli.Context) (*libmaka.Policy, error) {
-	return libmaka.LoadPolicy(c.String("policy"))
+	p, err := libmaka.LoadPolicy(c.String("policy"))
+	if err != nil {
+		return nil, err
+	}
+	r, _, err := rootlessOf(c)
+	if err != nil {
+		return nil, err
+	}
+	if r != nil {
+		p = p.ForRootless(r)
+	}
+	return p, nil
 }
 
 func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {

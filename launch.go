@@ -112,6 +112,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		ID:           id,
 		NoPivotRoot:  c.Bool("no-pivot"),
 		NoNewKeyring: c.Bool("no-new-keyring"),
+		Rootless:     policy.Rootless != nil,
 	})
 	if err != nil {
 		return 1, err

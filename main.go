@@ -76,8 +76,8 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 			&cli.StringFlag{Name: "root", Value: defaultRoot(), Usage: "directory holding the containers' runtime state (must be on tmpfs)"},
 			&cli.BoolFlag{Name: "systemd-cgroup", Usage: "use systemd to manage cgroups (not supported by maka: refused when a container would use it)"},
-			&cli.StringFlag{Name: "rootless", Value: "auto", Usage: "rootless mode: true, false or auto (maka runs as root only; refused when it would matter)"},
-			&cli.StringFlag{Name: "state-dir", Value: libmaka.DefaultStateDir, EnvVars: []string{"MAKA_STATE_DIR"}, Usage: "contract store: each container's persisted boundary, owner and stage, and its lock (created 0700; see docs/recovery.md)"},
+			&cli.StringFlag{Name: "rootless", Value: "auto", Usage: "rootless mode: true, false or auto (rootless when not run as root; see docs/security.md)"},
+			&cli.StringFlag{Name: "state-dir", Value: defaultStateDir(), EnvVars: []string{"MAKA_STATE_DIR"}, Usage: "contract store: each container's persisted boundary, owner and stage, and its lock (created 0700; see docs/recovery.md)"},
 			&cli.StringFlag{Name: "policy", EnvVars: []string{"MAKA_POLICY"}, Usage: "boundary policy file (default: /etc/maka/policy.json if it exists, else the built-in restricted profile)"},
 			&cli.StringFlag{Name: "criu", Hidden: true, Usage: "accepted for runc compatibility; checkpoint/restore is not supported"},
 		},
@@ -120,6 +120,20 @@ func defaultRoot() string {
 		}
 	}
 	return "/run/maka"
+}
+
+// defaultStateDir is /var/lib/maka for root, the user's own data
+// directory ($XDG_DATA_HOME/maka, ~/.local/share/maka) otherwise.
+func defaultStateDir() string {
+	if os.Geteuid() != 0 {
+		if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+			return d + "/maka"
+		}
+		if h, err := os.UserHomeDir(); err == nil {
+			return h + "/.local/share/maka"
+		}
+	}
+	return libmaka.DefaultStateDir
 }
 
 // logToStderr is true when the log goes to stderr; fatal then writes the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/maka-runtime/maka/libmaka"
@@ -101,11 +102,11 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 	if b.Process.Terminal {
 		return "", errors.New("its process needs a terminal: a relaunch has no console socket to hand it to")
 	}
-	if err := checkHostSupportRelaunch(); err != nil {
-		return "", err
-	}
 	if rec.Policy == nil {
 		return "", errors.New("the record has no policy")
+	}
+	if err := checkHostSupportRelaunch(rec.Policy.Rootless != nil); err != nil {
+		return "", err
 	}
 	// The host may have changed since create: a bind source that was a
 	// directory may be a link to /etc now. Checked again, on a copy (the
@@ -121,6 +122,7 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 		ID:           rec.ID,
 		NoPivotRoot:  rec.Options.NoPivot,
 		NoNewKeyring: rec.Options.NoNewKeyring,
+		Rootless:     rec.Policy.Rootless != nil,
 	})
 	if err != nil {
 		return "", err
@@ -190,10 +192,19 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 	return status, nil
 }
 
-// checkHostSupportRelaunch is checkHostSupport without the CLI flags.
-func checkHostSupportRelaunch() error {
-	if os.Geteuid() != 0 {
-		return errors.New("maka must run as root: rootless containers are not supported")
+// checkHostSupportRelaunch is checkHostSupport without the CLI flags: a
+// sandbox made by a rootless maka is relaunched by one, in the same way.
+func checkHostSupportRelaunch(rootless bool) error {
+	if err := libmaka.CheckCgroupV2(); err != nil {
+		return err
 	}
-	return libmaka.CheckCgroupV2()
+	if rootless != (os.Geteuid() != 0) {
+		return fmt.Errorf("it was made by a maka running as %s: relaunch it as such", map[bool]string{true: "an ordinary user", false: "root"}[rootless])
+	}
+	if rootless {
+		if _, missing := libmaka.CheckRootless(); len(missing) > 0 {
+			return fmt.Errorf("rootless: %s", strings.Join(missing, "; "))
+		}
+	}
+	return nil
 }

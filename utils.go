@@ -95,23 +95,36 @@ func absPath(p string) (string, error) {
 	return filepath.Abs(p)
 }
 
-// checkHostSupport refuses the global modes maka does not implement, at the
-// point where they would matter (creating a container).
+// checkHostSupport refuses the global modes maka does not implement, and a
+// host that lacks what maka needs, at the point where they would matter
+// (creating a container): one line per missing piece.
 func checkHostSupport(c *cli.Context) error {
 	if c.Bool("systemd-cgroup") {
 		return errors.New("--systemd-cgroup: the systemd cgroup driver is not supported by maka; use the cgroupfs driver (omit the flag)")
 	}
-	switch c.String("rootless") {
-	case "true":
-		return errors.New("--rootless=true: rootless containers are not supported by maka")
-	case "false", "auto", "":
-	default:
-		return fmt.Errorf("--rootless: invalid value %q (want true, false or auto)", c.String("rootless"))
+	_, missing, err := rootlessOf(c)
+	if err != nil {
+		return err
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("maka must run as root: rootless containers are not supported")
+	if err := libmaka.CheckCgroupV2(); err != nil {
+		return err
 	}
-	return libmaka.CheckCgroupV2()
+	if len(missing) > 0 {
+		return fmt.Errorf("rootless: maka cannot run sandboxes here as uid %d:\n  %s", os.Geteuid(), strings.Join(missing, "\n  "))
+	}
+	return nil
+}
+
+// rootlessOf is what rootless mode works with when maka runs rootless
+// (--rootless, runc's: auto means when not root), nil as root, and the
+// pieces the host lacks for it.
+func rootlessOf(c *cli.Context) (*libmaka.Rootless, []string, error) {
+	on, err := libmaka.RootlessMode(c.String("rootless"), os.Geteuid())
+	if err != nil || !on {
+		return nil, nil, err
+	}
+	r, missing := libmaka.CheckRootless()
+	return r, missing, nil
 }
 
 // outputFormat is the --format of list, boundary, recover and violations:

@@ -26,7 +26,7 @@ func placeCgroup(id string, config *configs.Config, rec Record) (string, error) 
 	if config.Cgroups == nil {
 		return "", errors.New("cgroup: no cgroup configuration")
 	}
-	requested := requestedCgroup(rec.Boundary, id)
+	requested := requestedCgroup(rec.Boundary, rec.Policy, id)
 	rel, err := rec.Policy.CgroupPath(id, requested)
 	if err != nil {
 		return "", err
@@ -50,8 +50,8 @@ func placeCgroup(id string, config *configs.Config, rec Record) (string, error) 
 
 // requestedCgroup is the cgroup path config.json asked for ("" for maka's
 // own /maka/<id>).
-func requestedCgroup(b *Boundary, id string) string {
-	if b == nil || b.Cgroup.Path == OwnCgroupParent+"/"+id {
+func requestedCgroup(b *Boundary, p *Policy, id string) string {
+	if b == nil || b.Cgroup.Path == p.OwnParent()+"/"+id {
 		return ""
 	}
 	return b.Cgroup.Path
@@ -75,7 +75,7 @@ func (op *Op) makeCgroup(path string) error {
 	}
 	if err := os.Mkdir(path, 0o755); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			err = cgroupExistsError(strings.TrimPrefix(path, cgroupRoot), requestedCgroup(op.Record.Boundary, op.ID))
+			err = cgroupExistsError(strings.TrimPrefix(path, cgroupRoot), requestedCgroup(op.Record.Boundary, op.Record.Policy, op.ID))
 		}
 		return op.abandon(err)
 	}

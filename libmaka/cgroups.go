@@ -12,6 +12,15 @@ import (
 // (never deeper): a sandbox cannot nest itself inside another's cgroup.
 const OwnCgroupParent = "/maka"
 
+// OwnParent is where a sandbox without linux.cgroupsPath goes: /maka, or
+// for a rootless maka the subtree delegated to its user.
+func (p *Policy) OwnParent() string {
+	if p != nil && p.Rootless != nil && p.Rootless.CgroupParent != "" {
+		return p.Rootless.CgroupParent
+	}
+	return OwnCgroupParent
+}
+
 // maxCgroupPath bounds a cgroupsPath so that the directory's absolute path
 // (below /sys/fs/cgroup) fits in PATH_MAX; maxCgroupName is NAME_MAX.
 const (
@@ -32,7 +41,7 @@ func (p *Policy) CgroupPath(id, requested string) (string, error) {
 		if !ValidID(id) {
 			return "", fmt.Errorf("container id %q: invalid (allowed: letters, digits, _ + - . and not . or ..)", id)
 		}
-		return OwnCgroupParent + "/" + id, nil
+		return p.OwnParent() + "/" + id, nil
 	}
 	const field = "linux.cgroupsPath"
 	if err := checkCgroupPathShape(requested); err != nil {
@@ -42,8 +51,8 @@ func (p *Policy) CgroupPath(id, requested string) (string, error) {
 		if !isBelow(requested, parent) || parent == "/" {
 			continue
 		}
-		if parent == OwnCgroupParent && strings.Contains(requested[len(parent)+1:], "/") {
-			return "", fmt.Errorf("%s: %q: below %s (maka's own parent) a sandbox's cgroup is %s/<name>, one level deep: it may not nest inside another sandbox's cgroup", field, requested, OwnCgroupParent, OwnCgroupParent)
+		if own := p.OwnParent(); parent == own && strings.Contains(requested[len(parent)+1:], "/") {
+			return "", fmt.Errorf("%s: %q: below %s (maka's own parent) a sandbox's cgroup is %s/<name>, one level deep: it may not nest inside another sandbox's cgroup", field, requested, own, own)
 		}
 		return requested, nil
 	}

@@ -31,6 +31,9 @@ type IDPool struct {
 	Start uint32 `json:"start"`
 	Size  uint32 `json:"size"`
 	Count uint32 `json:"count"`
+	// GIDStart, if set, is where the gid blocks start (a rootless user's
+	// /etc/subgid range); else gids are the uids' numbers.
+	GIDStart uint32 `json:"gidStart,omitempty"`
 }
 
 // IDRange is a range of host ids (a delegated range in the policy).
@@ -53,6 +56,7 @@ const (
 const (
 	IDsFromPool   = "pool"   // leased by maka at create
 	IDsFromConfig = "config" // config.json's, within a delegated range
+	IDsOwn        = "own"    // a rootless maka's user's own uid and gid alone
 )
 
 // DefaultIDPool is 1024 blocks of 65536 ids from 2^30: inside the range
@@ -67,6 +71,14 @@ func (p IDPool) End() uint64 { return uint64(p.Start) + uint64(p.Size)*uint64(p.
 // Block is the first host id of block i.
 func (p IDPool) Block(i uint32) uint32 { return p.Start + i*p.Size }
 
+// GIDBlock is the first host gid of block i.
+func (p IDPool) GIDBlock(i uint32) uint32 {
+	if p.GIDStart == 0 {
+		return p.Block(i)
+	}
+	return p.GIDStart + i*p.Size
+}
+
 func (p IDPool) validate() []string {
 	var errs []string
 	switch {
@@ -74,7 +86,7 @@ func (p IDPool) validate() []string {
 		errs = append(errs, fmt.Sprintf("idPool: size %d and count %d must both be at least 1", p.Size, p.Count))
 	case p.Start == 0:
 		errs = append(errs, "idPool.start: 0 would map a sandbox to the host's root")
-	case p.End() > math.MaxUint32:
+	case p.End() > math.MaxUint32 || uint64(p.GIDStart)+uint64(p.Size)*uint64(p.Count) > math.MaxUint32:
 		errs = append(errs, fmt.Sprintf("idPool: start %d + count %d × size %d passes the last id %d", p.Start, p.Count, p.Size, uint32(math.MaxUint32-1)))
 	}
 	return errs
@@ -149,8 +161,8 @@ func (op *Op) LeaseIDs(b *Boundary, pool IDPool) error {
 			return fmt.Errorf("id pool: lease %s: %w", path, werr)
 		}
 		op.leased = &leaseRef{path: path, lease: lease{Root: op.lock.store.Root, ID: op.ID}}
-		m := []specs.LinuxIDMapping{{ContainerID: 0, HostID: start, Size: pool.Size}}
-		b.UIDMappings, b.GIDMappings = m, m
+		b.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: start, Size: pool.Size}}
+		b.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: pool.GIDBlock(i), Size: pool.Size}}
 		CrashPoint(op.Command + ":ids-leased")
 		return nil
 	}

@@ -56,6 +56,9 @@ type Policy struct {
 	// gidMappings must lie in one, outside the pool and every host
 	// account. maka does not track them: the engine keeps them apart.
 	DelegatedIDs []IDRange `json:"delegatedIDs"`
+	// Rootless is set (by ForRootless, never by a policy file) when maka
+	// runs as an ordinary user.
+	Rootless *Rootless `json:"rootless,omitempty"`
 	// DefaultLimits apply where config.json is silent; MaxLimits are ceilings.
 	DefaultLimits Limits `json:"defaultLimits"`
 	MaxLimits     Limits `json:"maxLimits"`
@@ -356,6 +359,10 @@ func (p *Policy) meetRestricted() *Policy {
 	r.CgroupParents = intersect(r.CgroupParents, p.CgroupParents)
 	r.OOMScoreAdjMin = nil // maka's own: restricted's
 	r.IDPool = p.IDPool    // required, from the policy's own pool
+	if p.Rootless != nil {
+		// Where the user's sandboxes can be at all.
+		r.Rootless, r.CgroupParents, r.DelegatedIDs = p.Rootless, p.CgroupParents, []IDRange{}
+	}
 	r.DefaultLimits = stricterLimits(r.DefaultLimits, p.DefaultLimits)
 	r.MaxLimits = stricterLimits(r.MaxLimits, p.MaxLimits)
 	if p.Audit != "" {

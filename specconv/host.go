@@ -90,7 +90,7 @@ func CheckHost(b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []
 			reject(field, "%s is the host's own %s namespace", n.Path, n.Type)
 		}
 	}
-	checkHostUsers(b, reject)
+	checkHostUsers(b, policy, reject)
 	summariseMounts(b) // with the resolved sources
 	if len(items) > 0 {
 		return &RejectedError{Verdict: Verdict{Profile: policy.Profile, Items: items}}

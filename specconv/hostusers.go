@@ -67,7 +67,7 @@ func hostIDsIn(accounts, sub string) []hostIDUse {
 // checkHostUsers refuses a user namespace whose host ids a host account
 // (or a subordinate range) uses, and a root the sandbox's root could not
 // reach: a user namespace's root is an unprivileged host user.
-func checkHostUsers(b *libmaka.Boundary, reject func(field, format string, args ...any)) {
+func checkHostUsers(b *libmaka.Boundary, policy *libmaka.Policy, reject func(field, format string, args ...any)) {
 	u := b.Users
 	if !u.Namespace {
 		return
@@ -80,6 +80,9 @@ func checkHostUsers(b *libmaka.Boundary, reject func(field, format string, args 
 	var spans []span
 	switch u.Source {
 	case libmaka.IDsFromPool:
+		if policy.Rootless != nil {
+			break // the user's own subordinate ranges (ForRootless)
+		}
 		p := u.Pool
 		size := p.End() - uint64(p.Start)
 		// The pool is the policy's: a field of config.json is not to blame.
@@ -115,7 +118,7 @@ func checkHostUsers(b *libmaka.Boundary, reject func(field, format string, args 
 		if err := syscall.Stat(m.Source, &st); err != nil {
 			continue // reported with the bind sources
 		}
-		if u.Source == libmaka.IDsFromConfig && hostMaps(b.UIDMappings, st.Uid) {
+		if (u.Source == libmaka.IDsFromConfig || u.Source == libmaka.IDsOwn) && hostMaps(b.UIDMappings, st.Uid) {
 			continue
 		}
 		reject(fmt.Sprintf("mounts[%d].options", i), "%s belongs to host uid %d, which the sandbox's user namespace does not map: its root could not write there. Add \"idmap\" to the options (mounted through the sandbox's mapping), or bind it read-only", m.Source, st.Uid)

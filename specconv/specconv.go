@@ -134,6 +134,10 @@ type Options struct {
 	ID           string
 	NoPivotRoot  bool
 	NoNewKeyring bool
+	// Rootless: maka runs as an ordinary user (libcontainer then maps
+	// ids through newuidmap/newgidmap). Its cgroup writes are never let
+	// fail quietly: the subtree is delegated, or create fails.
+	Rootless bool
 }
 
 // Converted is a container configuration ready for libcontainer, plus the
@@ -160,6 +164,7 @@ func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
 		CgroupName:   opts.ID,
 		NoPivotRoot:  opts.NoPivotRoot,
 		NoNewKeyring: opts.NoNewKeyring,
+		RootlessEUID: opts.Rootless,
 		Spec:         spec,
 	})
 	if err != nil {

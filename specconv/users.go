@@ -28,6 +28,13 @@ func (c *checker) checkUsers() {
 		return
 	}
 	c.userns = true
+	if r := c.policy.Rootless; r != nil && (r.SubUIDs == nil || r.SubGIDs == nil) && !mapped {
+		// The user's own ids alone: the sandbox's root is the user.
+		l.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(r.UID), Size: 1}}
+		l.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(r.GID), Size: 1}}
+		c.checkMappedUser(c.spec.Process, l.UIDMappings[:1:1], l.GIDMappings[:1:1])
+		return
+	}
 	if !mapped {
 		c.checkMappedUser(c.spec.Process, []specs.LinuxIDMapping{{Size: c.policy.IDPool.Size}}, nil)
 		return
@@ -149,6 +156,9 @@ func rangesString(rs []libmaka.IDRange) string {
 func usersOf(l *specs.Linux, policy *libmaka.Policy) libmaka.Users {
 	if !slices.ContainsFunc(l.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.UserNamespace }) {
 		return libmaka.Users{}
+	}
+	if r := policy.Rootless; r != nil && (r.SubUIDs == nil || r.SubGIDs == nil) {
+		return libmaka.Users{Namespace: true, Source: libmaka.IDsOwn}
 	}
 	if len(l.UIDMappings) > 0 {
 		return libmaka.Users{Namespace: true, Source: libmaka.IDsFromConfig}
