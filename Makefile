@@ -34,7 +34,7 @@ export VM_TIMEOUT ?= 3000
 DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2 \
 	util-linux procps runc crun python3 socat time \
-	podman conmon containerd containernetworking-plugins
+	podman conmon containerd containernetworking-plugins uidmap
 
 # crictl, Kubernetes' CRI client, for tests/integration/cri.bats: Debian has
 # no package, so it is built from the Go module proxy into build/tools, at

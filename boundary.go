@@ -249,6 +249,8 @@ func usersString(b *libmaka.Boundary) string {
 		return "the host's own (no user namespace: uid 0 is the host's root)"
 	case len(b.UIDMappings) > 0 && u.Source == libmaka.IDsFromPool:
 		return fmt.Sprintf("user namespace: ids %s (leased from maka's pool)", maps(b.UIDMappings))
+	case u.Source == libmaka.IDsOwn:
+		return fmt.Sprintf("user namespace: the user's own ids alone: %s (rootless, no /etc/subuid range)", maps(b.UIDMappings))
 	case u.Source == libmaka.IDsFromPool:
 		p := u.Pool
 		return fmt.Sprintf("user namespace: ids 0..%d = a free block of host ids leased at create from the pool %d..%d (%d blocks)", p.Size-1, p.Start, p.End()-1, p.Count)
