@@ -34,6 +34,35 @@ type IDPool struct {
 	// GIDStart, if set, is where the gid blocks start (a rootless user's
 	// /etc/subgid range); else gids are the uids' numbers.
 	GIDStart uint32 `json:"gidStart,omitempty"`
+	// Owner, if set, is a rootless maka's user: container id 0 is the
+	// user's own uid and gid, and container ids 1..Size the block (the
+	// layout rootless runc and Podman use: files the runtime makes for
+	// the sandbox's root, such as its exec fifo, can only be the user's).
+	Owner *IDOwner `json:"owner,omitempty"`
+}
+
+// IDOwner is the user a rootless pool's container id 0 maps to.
+type IDOwner struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+}
+
+// ContainerIDs is how many container ids a block maps (0..n-1).
+func (p IDPool) ContainerIDs() uint32 {
+	if p.Owner != nil {
+		return p.Size + 1
+	}
+	return p.Size
+}
+
+// mappings are the uid and gid mappings of block i.
+func (p IDPool) mappings(i uint32) (uids, gids []specs.LinuxIDMapping) {
+	if p.Owner == nil {
+		return []specs.LinuxIDMapping{{ContainerID: 0, HostID: p.Block(i), Size: p.Size}},
+			[]specs.LinuxIDMapping{{ContainerID: 0, HostID: p.GIDBlock(i), Size: p.Size}}
+	}
+	return []specs.LinuxIDMapping{{ContainerID: 0, HostID: p.Owner.UID, Size: 1}, {ContainerID: 1, HostID: p.Block(i), Size: p.Size}},
+		[]specs.LinuxIDMapping{{ContainerID: 0, HostID: p.Owner.GID, Size: 1}, {ContainerID: 1, HostID: p.GIDBlock(i), Size: p.Size}}
 }
 
 // IDRange is a range of host ids (a delegated range in the policy).
@@ -161,8 +190,7 @@ func (op *Op) LeaseIDs(b *Boundary, pool IDPool) error {
 			return fmt.Errorf("id pool: lease %s: %w", path, werr)
 		}
 		op.leased = &leaseRef{path: path, lease: lease{Root: op.lock.store.Root, ID: op.ID}}
-		b.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: start, Size: pool.Size}}
-		b.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: pool.GIDBlock(i), Size: pool.Size}}
+		b.UIDMappings, b.GIDMappings = pool.mappings(i)
 		CrashPoint(op.Command + ":ids-leased")
 		return nil
 	}
@@ -201,7 +229,7 @@ func releaseIDs(store *Store, rec *ContainerRecord) error {
 	if b == nil || b.Users.Source != IDsFromPool || len(b.UIDMappings) == 0 {
 		return nil
 	}
-	path := filepath.Join(idsDir(store), strconv.FormatUint(uint64(b.UIDMappings[0].HostID), 10))
+	path := filepath.Join(idsDir(store), strconv.FormatUint(uint64(leasedBlock(b)), 10))
 	return releaseLease(path, rec.Root, rec.ID)
 }
 
@@ -258,7 +286,13 @@ func namesLease(rec *ContainerRecord, name string) bool {
 	if rec == nil || rec.Boundary == nil || rec.Boundary.Users.Source != IDsFromPool || len(rec.Boundary.UIDMappings) == 0 {
 		return false
 	}
-	return strconv.FormatUint(uint64(rec.Boundary.UIDMappings[0].HostID), 10) == name
+	return strconv.FormatUint(uint64(leasedBlock(rec.Boundary)), 10) == name
+}
+
+// leasedBlock is the first host uid of the block b's mappings lease: the
+// last mapping's (a rootless pool maps container id 0 to the user first).
+func leasedBlock(b *Boundary) uint32 {
+	return b.UIDMappings[len(b.UIDMappings)-1].HostID
 }
 
 // FirstFreeBlock is the first block of pool no lease holds now (without

@@ -187,9 +187,11 @@ func (p *Policy) ForRootless(r *Rootless) *Policy {
 	q.CgroupParents = []string{r.CgroupParent}
 	q.DelegatedIDs = []IDRange{}
 	if r.SubUIDs != nil && r.SubGIDs != nil {
-		size := min(r.SubUIDs.Size, r.SubGIDs.Size, 65536)
+		// Container id 0 is the user; ids 1..65535 a block of its ranges.
+		size := min(r.SubUIDs.Size, r.SubGIDs.Size, 65535)
 		count := min(r.SubUIDs.Size, r.SubGIDs.Size) / size
-		q.IDPool = IDPool{Start: r.SubUIDs.Start, GIDStart: r.SubGIDs.Start, Size: size, Count: count}
+		q.IDPool = IDPool{Start: r.SubUIDs.Start, GIDStart: r.SubGIDs.Start, Size: size, Count: count,
+			Owner: &IDOwner{UID: uint32(r.UID), GID: uint32(r.GID)}}
 	}
 	return &q
 }

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
 func TestRootlessMode(t *testing.T) {
@@ -118,8 +121,18 @@ func TestForRootless(t *testing.T) {
 	if p.UserNamespace != UserNamespaceRequired || len(p.DelegatedIDs) != 0 || len(p.CgroupParents) != 1 || p.CgroupParents[0] != "/user.slice/u" {
 		t.Fatalf("policy %+v", p)
 	}
-	if p.IDPool != (IDPool{Start: 100000, GIDStart: 300000, Size: 65536, Count: 2}) {
+	owner := &IDOwner{UID: 1000, GID: 1000}
+	if !reflect.DeepEqual(p.IDPool, IDPool{Start: 100000, GIDStart: 300000, Size: 65535, Count: 2, Owner: owner}) {
 		t.Fatalf("pool %+v", p.IDPool)
+	}
+	// Container id 0 is the user, 1..65535 the block.
+	uids, gids := p.IDPool.mappings(1)
+	if !reflect.DeepEqual(uids, []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1000, Size: 1}, {ContainerID: 1, HostID: 165535, Size: 65535}}) ||
+		!reflect.DeepEqual(gids, []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1000, Size: 1}, {ContainerID: 1, HostID: 365535, Size: 65535}}) {
+		t.Fatalf("mappings %v %v", uids, gids)
+	}
+	if p.IDPool.ContainerIDs() != 65536 {
+		t.Fatalf("container ids %d", p.IDPool.ContainerIDs())
 	}
 	if got, _ := p.CgroupPath("box", ""); got != "/user.slice/u/box" {
 		t.Fatalf("cgroup %s, want the delegated subtree", got)
@@ -132,7 +145,7 @@ func TestForRootless(t *testing.T) {
 	}
 	// A small subordinate range is one block of its size.
 	r.SubUIDs, r.SubGIDs = &IDRange{100000, 1000}, &IDRange{100000, 5000}
-	if p := base.ForRootless(r); p.IDPool != (IDPool{Start: 100000, GIDStart: 100000, Size: 1000, Count: 1}) {
+	if p := base.ForRootless(r); !reflect.DeepEqual(p.IDPool, IDPool{Start: 100000, GIDStart: 100000, Size: 1000, Count: 1, Owner: owner}) {
 		t.Fatalf("pool %+v", p.IDPool)
 	}
 	// An annotation tightening to restricted keeps the user's place.

@@ -36,7 +36,7 @@ func (c *checker) checkUsers() {
 		return
 	}
 	if !mapped {
-		c.checkMappedUser(c.spec.Process, []specs.LinuxIDMapping{{Size: c.policy.IDPool.Size}}, nil)
+		c.checkMappedUser(c.spec.Process, []specs.LinuxIDMapping{{Size: c.policy.IDPool.ContainerIDs()}}, nil)
 		return
 	}
 	for _, m := range []struct {
@@ -110,7 +110,7 @@ func (c *checker) checkExecUser(p *specs.Process, b *libmaka.Boundary) {
 	}
 	uids, gids := b.UIDMappings, b.GIDMappings
 	if len(uids) == 0 && b.Users.Pool != nil {
-		uids, gids = []specs.LinuxIDMapping{{Size: b.Users.Pool.Size}}, nil
+		uids, gids = []specs.LinuxIDMapping{{Size: b.Users.Pool.ContainerIDs()}}, nil
 	}
 	c.checkMappedUser(p, uids, gids)
 }

@@ -16,6 +16,8 @@ setup_file() {
   maka_setup_file
   [ "$(id -u)" = 0 ] || { echo "rootless.bats sets up a user: run it as root in the guest" >&2; return 1; }
   id rl >/dev/null 2>&1 || useradd -m -u "$RL_UID" -s /bin/sh rl
+  # useradd gave rl subordinate ranges: without them first (own ids).
+  sed -i '/^rl:/d' /etc/subuid /etc/subgid
   # The delegated subtree: rl owns the cgroup and its procs and
   # subtree_control files; maka runs in a leaf of it (shell).
   mkdir -p "$DELEG/shell"
@@ -150,12 +152,17 @@ wait_for_status_rl() {
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   run as_rl run -d -b "$RL_BUNDLE" r5
   [ "$status" -eq 0 ]
-  run as_rl exec r4 cat /proc/self/uid_map /proc/self/gid_map
-  [ "$(echo ${lines[0]})" = "0 300000 65536" ]
-  [ "$(echo ${lines[1]})" = "0 500000 65536" ]
+  # Container id 0 is rl (runc's rootless layout), ids 1..65535 a block.
+  run as_rl exec --user 1000:1000 r4 sh -c 'cat /proc/self/uid_map /proc/self/gid_map; id -u'
+  [ "$status" -eq 0 ]
+  [ "$(echo ${lines[0]})" = "0 $RL_UID 1" ]
+  [ "$(echo ${lines[1]})" = "1 300000 65535" ]
+  [ "$(echo ${lines[2]})" = "0 $RL_UID 1" ]
+  [ "$(echo ${lines[3]})" = "1 500000 65535" ]
+  [ "${lines[4]}" = 1000 ]
   run as_rl state r5
-  [ "$(jq -c .uidMappings <<<"$output")" = '[{"containerID":0,"hostID":365536,"size":65536}]' ]
-  [ "$(stat -c %u "/proc/$(jq -r .pid <<<"$output")")" = 365536 ]
+  [ "$(jq -c .uidMappings <<<"$output")" = "[{\"containerID\":0,\"hostID\":$RL_UID,\"size\":1},{\"containerID\":1,\"hostID\":365535,\"size\":65535}]" ]
+  [ "$(ls /home/rl/.local/share/maka/ids | sort | tr '\n' ' ')" = "300000 365535 " ]
   as_rl delete -f r4
   as_rl delete -f r5
   [ -z "$(ls /home/rl/.local/share/maka/ids 2>/dev/null)" ]
