@@ -135,8 +135,10 @@ type Options struct {
 	NoPivotRoot  bool
 	NoNewKeyring bool
 	// Rootless: maka runs as an ordinary user (libcontainer then maps
-	// ids through newuidmap/newgidmap). Its cgroup writes are never let
-	// fail quietly: the subtree is delegated, or create fails.
+	// ids through newuidmap/newgidmap). Only the device cgroup may fail
+	// (its BPF program needs CAP_SYS_ADMIN; the sandbox has only device
+	// nodes bound from the host, with the host's permissions): every
+	// other cgroup write fails the create, so limits hold.
 	Rootless bool
 }
 
@@ -161,11 +163,12 @@ func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
 		return nil, err
 	}
 	cfg, err := rspecconv.CreateLibcontainerConfig(&rspecconv.CreateOpts{
-		CgroupName:   opts.ID,
-		NoPivotRoot:  opts.NoPivotRoot,
-		NoNewKeyring: opts.NoNewKeyring,
-		RootlessEUID: opts.Rootless,
-		Spec:         spec,
+		CgroupName:      opts.ID,
+		NoPivotRoot:     opts.NoPivotRoot,
+		NoNewKeyring:    opts.NoNewKeyring,
+		RootlessEUID:    opts.Rootless,
+		RootlessCgroups: opts.Rootless,
+		Spec:            spec,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("invalid config.json: %w", err)

@@ -3,6 +3,7 @@ package specconv
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -32,6 +33,16 @@ func (c *checker) checkUsers() {
 		// The user's own ids alone: the sandbox's root is the user.
 		l.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(r.UID), Size: 1}}
 		l.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(r.GID), Size: 1}}
+		// devpts' gid=5 (tty) names a group the sandbox does not map:
+		// its terminals are then its root's group's, as runc's rootless
+		// spec has them.
+		for i := range c.spec.Mounts {
+			if m := &c.spec.Mounts[i]; m.Type == "devpts" {
+				m.Options = slices.DeleteFunc(m.Options, func(o string) bool {
+					return (strings.HasPrefix(o, "gid=") || strings.HasPrefix(o, "uid=")) && o != "gid=0" && o != "uid=0"
+				})
+			}
+		}
 		c.checkMappedUser(c.spec.Process, l.UIDMappings[:1:1], l.GIDMappings[:1:1])
 		return
 	}
