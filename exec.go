@@ -87,6 +87,17 @@ func execProcess(c *cli.Context) (int, error) {
 		return 1, err
 	}
 	defer op.End()
+	if changed, err := ctr.RootlessExecFilter(); err != nil {
+		return 1, err
+	} else if changed {
+		rt, err := runtimeOf(c)
+		if err != nil {
+			return 1, err
+		}
+		if ctr, err = rt.Load(ctr.ID()); err != nil {
+			return 1, err
+		}
+	}
 	status, err := ctr.Status()
 	if err != nil {
 		return 1, err
