@@ -17,7 +17,7 @@ setup_file() {
   [ "$(id -u)" = 0 ] || { echo "rootless.bats sets up a user: run it as root in the guest" >&2; return 1; }
   id rl >/dev/null 2>&1 || useradd -m -u "$RL_UID" -s /bin/sh rl
   # useradd gave rl subordinate ranges: without them first (own ids).
-  sed -i '/^rl:/d' /etc/subuid /etc/subgid
+  rm -f /etc/subuid /etc/subgid
   # The delegated subtree: rl owns the cgroup and its procs and
   # subtree_control files; maka runs in a leaf of it (shell).
   mkdir -p "$DELEG/shell"
