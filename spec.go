@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -55,7 +57,7 @@ EXAMPLE:
 		}
 		spec := sandboxSpec()
 		if c.Bool("rootless") {
-			rspecconv.ToRootless(spec)
+			rootlessSpec(spec)
 		}
 		path := filepath.Join(c.String("bundle"), "config.json")
 		if _, err := os.Stat(path); err == nil {
@@ -72,4 +74,22 @@ EXAMPLE:
 		}
 		return nil
 	},
+}
+
+// rootlessSpec makes spec one an ordinary user's maka runs as it is: a user
+// namespace mapping the caller's own uid and gid, and devpts without
+// gid=5 (a group it does not map). Unlike runc's, it keeps the network
+// namespace (a closed one needs no privilege) and sysfs: a rootless maka
+// refuses a bind of the host's /sys.
+func rootlessSpec(spec *specs.Spec) {
+	if !slices.ContainsFunc(spec.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.UserNamespace }) {
+		spec.Linux.Namespaces = append(spec.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
+	}
+	spec.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(os.Geteuid()), Size: 1}}
+	spec.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(os.Getegid()), Size: 1}}
+	for i := range spec.Mounts {
+		if m := &spec.Mounts[i]; m.Type == "devpts" {
+			m.Options = slices.DeleteFunc(m.Options, func(o string) bool { return strings.HasPrefix(o, "gid=") })
+		}
+	}
 }

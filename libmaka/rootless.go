@@ -49,6 +49,9 @@ var (
 func RootlessMode(flag string, euid int) (bool, error) {
 	switch flag {
 	case "true":
+		if euid == 0 {
+			return false, errors.New("--rootless=true: maka runs as root here; rootless mode is maka run by an ordinary user (drop the flag)")
+		}
 		return true, nil
 	case "false":
 		if euid != 0 {

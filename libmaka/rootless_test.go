@@ -20,7 +20,7 @@ func TestRootlessMode(t *testing.T) {
 		err  string
 	}{
 		{"auto", 0, false, ""}, {"auto", 1000, true, ""}, {"", 1000, true, ""},
-		{"true", 0, true, ""}, {"false", 0, false, ""},
+		{"true", 0, false, "runs as root"}, {"true", 1000, true, ""}, {"false", 0, false, ""},
 		{"false", 1000, false, "not running as root"}, {"maybe", 0, false, "invalid value"},
 	} {
 		got, err := RootlessMode(tc.flag, tc.euid)

@@ -29,7 +29,7 @@ func (c *checker) checkUsers() {
 		return
 	}
 	c.userns = true
-	if r := c.policy.Rootless; r != nil && (r.SubUIDs == nil || r.SubGIDs == nil) && !mapped {
+	if r := c.policy.Rootless; r != nil && ((r.SubUIDs == nil || r.SubGIDs == nil) && !mapped || ownMapping(l, r)) {
 		// The user's own ids alone: the sandbox's root is the user.
 		l.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(r.UID), Size: 1}}
 		l.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(r.GID), Size: 1}}
@@ -62,6 +62,14 @@ func (c *checker) checkUsers() {
 		}
 	}
 	c.checkMappedUser(c.spec.Process, l.UIDMappings, l.GIDMappings)
+}
+
+// ownMapping reports whether l maps exactly a rootless user's own uid and
+// gid to container id 0 (what `maka spec --rootless` writes).
+func ownMapping(l *specs.Linux, r *libmaka.Rootless) bool {
+	return len(l.UIDMappings) == 1 && len(l.GIDMappings) == 1 &&
+		l.UIDMappings[0] == specs.LinuxIDMapping{ContainerID: 0, HostID: uint32(r.UID), Size: 1} &&
+		l.GIDMappings[0] == specs.LinuxIDMapping{ContainerID: 0, HostID: uint32(r.GID), Size: 1}
 }
 
 // checkDelegated refuses a mapping whose host ids are not all in one of the
@@ -168,7 +176,7 @@ func usersOf(l *specs.Linux, policy *libmaka.Policy) libmaka.Users {
 	if !slices.ContainsFunc(l.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.UserNamespace }) {
 		return libmaka.Users{}
 	}
-	if r := policy.Rootless; r != nil && (r.SubUIDs == nil || r.SubGIDs == nil) {
+	if r := policy.Rootless; r != nil && ((r.SubUIDs == nil || r.SubGIDs == nil) && len(l.UIDMappings) <= 1 || ownMapping(l, r)) {
 		return libmaka.Users{Namespace: true, Source: libmaka.IDsOwn}
 	}
 	if len(l.UIDMappings) > 0 {

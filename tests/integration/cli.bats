@@ -86,7 +86,7 @@ no_trace() {
   [ "$(cat "$BATS_TEST_TMPDIR/b/config.json")" = '{"mine": true}' ]
 }
 
-@test "spec --rootless maps the caller's uid and gid in a user namespace" {
+@test "spec --rootless maps the caller's uid and gid in a user namespace, keeps the closed network and drops devpts' gid=5" {
   mkdir "$BATS_TEST_TMPDIR/b"
   run "$MAKA_BINARY" spec --rootless --bundle "$BATS_TEST_TMPDIR/b"
   [ "$status" -eq 0 ]
@@ -94,7 +94,8 @@ no_trace() {
     .linux.uidMappings == [{containerID: 0, hostID: $uid, size: 1}]
     and .linux.gidMappings == [{containerID: 0, hostID: $gid, size: 1}]
     and ([.linux.namespaces[].type] | index("user") != null)
-    and ([.linux.namespaces[].type] | index("network") == null)' "$BATS_TEST_TMPDIR/b/config.json"
+    and ([.linux.namespaces[].type] | index("network") != null)
+    and ([.mounts[] | select(.type == "devpts") | .options[] | select(startswith("gid="))] == [])' "$BATS_TEST_TMPDIR/b/config.json"
 }
 
 @test "the config.json spec writes runs, with only root.path and args changed" {
@@ -190,12 +191,11 @@ no_trace() {
   [[ "$output" != *"systemd"* ]]
 }
 
-@test "--rootless true refuses create, saying rootless is not supported" {
+@test "--rootless true as root refuses create: rootless mode is maka run by an ordinary user (rootless.bats)" {
   make_bundle "$BATS_TEST_TMPDIR/b" sleep 100
   run maka_io --rootless true run --bundle "$BATS_TEST_TMPDIR/b" cli-rootless
   [ "$status" -ne 0 ]
-  [[ "$output" == *"rootless"* ]]
-  [[ "$output" == *"not supported"* ]]
+  [[ "$output" == *"--rootless=true: maka runs as root here; rootless mode is maka run by an ordinary user"* ]]
   no_trace cli-rootless
   run maka --rootless bogus create --bundle "$BATS_TEST_TMPDIR/b" cli-rootless
   [ "$status" -ne 0 ]

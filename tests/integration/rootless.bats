@@ -89,6 +89,15 @@ as_rl() {
   run as_rl boundary -b "$RL_BUNDLE" --format json
   [ "$status" -eq 0 ]
   [ "$(jq -r .users.source <<<"$output")" = own ]
+  # What `maka spec --rootless` writes (the user's own ids) passes as it is.
+  mkdir -p /home/rl/b2 && chown rl: /home/rl/b2
+  run as_rl spec --rootless --bundle /home/rl/b2
+  [ "$status" -eq 0 ]
+  jq --arg r "$RL_BUNDLE/rootfs" '.root.path = $r' /home/rl/b2/config.json > /home/rl/b2/c.json
+  mv /home/rl/b2/c.json /home/rl/b2/config.json && chown rl: /home/rl/b2/config.json
+  run as_rl boundary -b /home/rl/b2 --format json
+  [ "$status" -eq 0 ]
+  [ "$(jq -r '.users.source, .verdict.allowed' <<<"$output" | tr '\n' ' ')" = "own true " ]
   run as_rl kill r1 KILL
   [ "$status" -eq 0 ]
   wait_for_status_rl r1 stopped
