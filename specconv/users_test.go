@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -253,5 +254,43 @@ func TestWritableBindNeedsIdmapInAUserNamespace(t *testing.T) {
 	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/mnt", Type: "bind", Source: src, Options: []string{"rbind", "ro", "idmap"}})
 	if _, err := ToBoundary(s, pol); err == nil || !strings.Contains(err.Error(), `"idmap" needs a user namespace`) {
 		t.Fatalf("idmap without a user namespace: %v", err)
+	}
+}
+
+// A rootless maka's user without subordinate ranges: the sandbox maps the
+// user's own ids alone, devpts loses gid=5, and only that mapping may come
+// from config.json.
+func TestRootlessOwnIDs(t *testing.T) {
+	pol := policy(t, "restricted").ForRootless(&libmaka.Rootless{UID: 1000, GID: 1001, CgroupParent: "/u"})
+	s := sandboxSpec(t)
+	b, err := ToBoundary(s, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Users.Source != libmaka.IDsOwn || len(b.UIDMappings) != 1 || b.UIDMappings[0] != (specs.LinuxIDMapping{HostID: 1000, Size: 1}) || b.GIDMappings[0] != (specs.LinuxIDMapping{HostID: 1001, Size: 1}) {
+		t.Fatalf("users %+v, mappings %v %v", b.Users, b.UIDMappings, b.GIDMappings)
+	}
+	for _, m := range b.Mounts {
+		if m.Type == "devpts" && slices.ContainsFunc(m.Options, func(o string) bool { return strings.HasPrefix(o, "gid=") }) {
+			t.Fatalf("devpts options %v", m.Options)
+		}
+	}
+	if err := Place(b, pol, "box"); err != nil || b.Cgroup.Path != "/u/box" {
+		t.Fatalf("cgroup %s, %v", b.Cgroup.Path, err)
+	}
+	s.Process.User.UID = 1
+	if _, err := ToBoundary(s, pol); err == nil || !strings.Contains(err.Error(), "process.user.uid: 1 is not mapped") {
+		t.Fatalf("uid 1 with the user's own ids alone: %v", err)
+	}
+	s = sandboxSpec(t)
+	s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
+	s.Linux.UIDMappings = []specs.LinuxIDMapping{{HostID: 1000, Size: 1}}
+	s.Linux.GIDMappings = []specs.LinuxIDMapping{{HostID: 1001, Size: 1}}
+	if b, err := ToBoundary(s, pol); err != nil || b.Users.Source != libmaka.IDsOwn {
+		t.Fatalf("spec --rootless's mapping: %v", err)
+	}
+	s.Linux.UIDMappings = []specs.LinuxIDMapping{{HostID: 100000, Size: 65536}}
+	if _, err := ToBoundary(s, pol); err == nil || !strings.Contains(err.Error(), "linux.uidMappings[0].hostID") {
+		t.Fatalf("another mapping under rootless: %v", err)
 	}
 }
