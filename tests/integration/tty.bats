@@ -70,13 +70,17 @@ MK() { echo "$MAKA_BINARY --root $MAKA_ROOT"; }
 
 @test "run with process.terminal: the caller's terminal size is applied, and followed on SIGWINCH" {
   # Print the size once it is 30x100 (the caller's at start), then once it
-  # becomes 40x120 (after the caller's resize and SIGWINCH).
+  # becomes 40x120 (after the caller's resize and SIGWINCH). The caller
+  # resizes only once the first line is in script's typescript (-f: written
+  # as it comes), so a slow start cannot see the second size first.
   tty_bundle sh -c '
     want() { i=0; while [ "$(stty size)" != "$1" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo "size: $(stty size)"; }
     want "30 100"; want "40 120"'
-  run script_run "stty rows 30 cols 100
+  local ts=$BATS_TEST_TMPDIR/typescript
+  run script -qfec "stty rows 30 cols 100
     $(MK) run --bundle $BATS_TEST_TMPDIR/b tt & p=\$!
-    sleep 8; stty rows 40 cols 120; kill -WINCH \$p; wait \$p" </dev/null
+    i=0; until grep -q 'size: 30 100' $ts || [ \$i -ge 1200 ]; do sleep 0.1; i=\$((i+1)); done
+    stty rows 40 cols 120; kill -WINCH \$p; wait \$p" "$ts" </dev/null
   [ "$status" -eq 0 ]
   [[ "$output" == *"size: 30 100"* ]]
   [[ "$output" == *"size: 40 120"* ]]
