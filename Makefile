@@ -29,7 +29,7 @@ INTEGRATION_LOG := $(CURDIR)/build/integration.tap
 # A hung test fails alone instead of stalling the suite; the guest as a whole
 # is bounded too (CI stops at 90 minutes).
 export BATS_TEST_TIMEOUT ?= 240
-export VM_TIMEOUT ?= 3000
+export VM_TIMEOUT ?= 4200
 
 DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2 \
@@ -130,7 +130,7 @@ FUZZ_TARGETS = ./specconv:FuzzToBoundary ./specconv:FuzzParseSpec ./specconv:Fuz
 	./specconv:FuzzNarrowSeccomp ./specconv:FuzzParseSize ./libmaka:FuzzParseRecord \
 	./libmaka:FuzzParseSignal ./libmaka:FuzzValidID .:FuzzParseUser
 FUZZTIME ?= 2m
-FUZZTIME_TEST ?= 10s
+FUZZTIME_TEST ?= 5s
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz: $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \

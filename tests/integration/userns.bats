@@ -182,8 +182,8 @@ concurrent_creates() {
   [ -z "$(leases)" ]
 }
 
-@test "10 concurrent creates each get their own block; deleting them gives every block back" {
-  concurrent_creates 10
+@test "6 concurrent creates each get their own block; deleting them gives every block back" {
+  concurrent_creates 6
 }
 
 # Under emulation 50 creates take minutes: `make soak`.
