@@ -126,17 +126,27 @@ env -u MAKA_POLICY "$w/bin/maka" boundary --bundle "$gen" --format oci > "$gen/b
 # SCMP_ACT_NOTIFY, served by maka's monitor.  NAME.plain, for runc and crun,
 # which have no monitor (and refuse a notify action without a listenerPath),
 # answers the same syscalls EPERM, as maka's monitor does under deny.
+#
+# The user namespace: boundary.json maps the pool's first free block, which
+# runc and crun get as it is; maka's copy leaves the mappings out (maka
+# leases its own block at create and refuses a config.json's under
+# restricted), so both run in a user namespace of the same shape.
 mkbundle() {
   mkdir -p "$w/$1" "$w/$1.plain"
   local name=$1 filter=$2; shift 2
-  jq "$@" "$filter" "$gen/boundary.json" > "$w/$name/config.json" || die "bundle $name"
+  jq "$@" "$filter" "$gen/boundary.json" > "$w/$name.plain/config.json" || die "bundle $name"
   jq '.linux.seccomp.syscalls |= map(if .action == "SCMP_ACT_NOTIFY"
         then .action = "SCMP_ACT_ERRNO" | .errnoRet = 1 else . end)' \
-    "$w/$name/config.json" > "$w/$name.plain/config.json" || die "bundle $name.plain"
+    "$w/$name.plain/config.json" > "$w/$name.plain/c.json" || die "bundle $name.plain"
+  mv "$w/$name.plain/c.json" "$w/$name.plain/config.json"
+  jq "$@" "$filter | del(.linux.uidMappings, .linux.gidMappings)" "$gen/boundary.json" > "$w/$name/config.json" ||
+    die "bundle $name"
 }
 # ociVersion 1.0.2: crun 1.8 refuses any other ("unknown version specified").
 mkbundle true '.ociVersion = "1.0.2"'
 mkbundle true-nonet '.ociVersion = "1.0.2" | .linux.namespaces |= map(select(.type != "network"))'
+# maka-nouserns: the same bundle without the user namespace (its price).
+mkbundle true-nouserns '.ociVersion = "1.0.2" | .linux.namespaces |= map(select(.type != "user")) | del(.linux.uidMappings, .linux.gidMappings)'
 # The exec container lives for the whole run: restricted's default lifetime
 # (180 s) would end it, so it asks for restricted's largest, an hour.
 mkbundle sleep '.ociVersion = "1.0.2" | .process.args = ["sleep", "100000"]
@@ -227,7 +237,8 @@ fi
 for ((round = 0; round < rounds; round++)); do
   if want run; then
     for r in $(rotated $round "${runtimes[@]}" maka-baseline maka-nouserns); do
-      timed run "$r" $round rt "$r" run -b "$w/true" "$r-run$round" ||
+      b=true; [ "$r" != maka-nouserns ] || b=true-nouserns
+      timed run "$r" $round rt "$r" run -b "$w/$b" "$r-run$round" ||
         rt "$r" delete -f "$r-run$round" >/dev/null 2>&1
     done
   fi
