@@ -152,12 +152,7 @@ func TestHostAccountsAndSubuidRangesKeptOutOfThePool(t *testing.T) {
 	groupFile = write("group", "root:x:0:\n")
 	subuidFile = write("subuid", "alice:100000:65536\n")
 	subgidFile = write("subgid", "")
-	root := t.TempDir()
-	for _, d := range []string{root, filepath.Dir(root)} {
-		if err := chmod(d, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root := searchableDir(t)
 	pol := policy(t, "restricted")
 	b, err := ToBoundary(sandboxSpec(t), pol)
 	if err != nil {
@@ -221,15 +216,23 @@ func mkdirMode(p string, m os.FileMode) error {
 }
 func chmod(p string, m os.FileMode) error { return os.Chmod(p, m) }
 
-// A writable bind in a sandbox with a pool block is written by ids that own
-// nothing on the host: refused unless idmapped (or read-only).
-func TestWritableBindNeedsIdmapInAUserNamespace(t *testing.T) {
-	src := t.TempDir()
-	for _, d := range []string{src, filepath.Dir(src)} {
+// searchableDir is a temporary directory that it and its parent are
+// searchable by others (0711): a user namespace's root can reach it.
+func searchableDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
 		if err := chmod(d, 0o711); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+// A writable bind in a sandbox with a pool block is written by ids that own
+// nothing on the host: refused unless idmapped (or read-only).
+func TestWritableBindNeedsIdmapInAUserNamespace(t *testing.T) {
+	src := searchableDir(t)
 	pol := policy(t, "baseline")
 	pol.BindPaths = []libmaka.PathRule{{Path: filepath.Dir(src), Mode: "rw"}}
 	for _, tc := range []struct {
