@@ -96,6 +96,8 @@ func boundaryVerdict(c *cli.Context) (bool, error) {
 			verdict = rejected.Verdict
 		} else if err != nil {
 			return false, err
+		} else if err := planRoot(b, eff); err != nil {
+			return false, err
 		}
 	}
 	if format == "oci" {
@@ -176,7 +178,16 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 	if !b.Rootfs.Readonly {
 		ro = "WRITABLE"
 	}
+	switch {
+	case b.Rootfs.IDMapped:
+		ro += ", idmapped: its root's files are the sandbox's root's"
+	case b.Users.Namespace && b.Rootfs.Readonly:
+		ro += ", not idmapped: its root's files show as nobody"
+	}
 	row("rootfs", "%s (%s)", b.Rootfs.Path, ro)
+	if len(b.Rootfs.Missing) > 0 {
+		row("mount points", "/%s (missing in the root: made by maka, outside it)", strings.Join(b.Rootfs.Missing, " /"))
+	}
 	for _, m := range b.ReadOnly {
 		row("read-only", "%s <- %s", m.Destination, m.Source)
 	}

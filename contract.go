@@ -41,19 +41,34 @@ func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boun
 	if err := specconv.Place(b, policy, id); err != nil {
 		return nil, nil, err
 	}
-	// A read-only root is the trusted root: never written, so every mount
-	// point must already be there. A writable root (allowed by the policy,
-	// e.g. the per-container overlay Podman and containerd hand over) is the
-	// container's own to write: libcontainer creates missing mount points in
-	// it, inside the root, as runc does (Podman binds /run/.containerenv,
-	// which no image has).
-	if b.Rootfs.Readonly {
-		dests, fields := mountpointsInRoot(b)
-		if err := libmaka.CheckMountpoints(b.Rootfs.Path, dests, fields); err != nil {
-			return nil, nil, err
-		}
+	if err := planRoot(b, policy); err != nil {
+		return nil, nil, err
 	}
 	return b, policy, nil
+}
+
+// planRoot decides how the read-only root is shown to the sandbox: the
+// mount points it lacks (maka provides them in a scaffold, so standard
+// images run as they are and the root is never written), and whether it is
+// idmapped (with a user namespace, where the kernel and the root's
+// filesystem allow it: the host root's files then show as the sandbox's
+// root's). A writable root (allowed by the policy, e.g. the per-container
+// overlay Podman and containerd hand over) is the container's own to
+// write: libcontainer creates missing mount points in it, as runc does.
+func planRoot(b *libmaka.Boundary, policy *libmaka.Policy) error {
+	if !b.Rootfs.Readonly {
+		return nil
+	}
+	dests, fields := mountpointsInRoot(b)
+	missing, err := libmaka.MissingMountpoints(b.Rootfs.Path, dests, fields)
+	if err != nil {
+		return err
+	}
+	b.Rootfs.Missing = missing
+	if b.Users.Namespace && policy.Rootless == nil {
+		b.Rootfs.IDMapped, _ = libmaka.IDMapSupport(b.Rootfs.Path)
+	}
+	return nil
 }
 
 // enforce leases the sandbox's ids (under op, the id's lock: the lease is
@@ -64,6 +79,9 @@ func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specc
 		if err := op.LeaseIDs(b, *b.Users.Pool); err != nil {
 			return nil, err
 		}
+	}
+	if err := op.BuildRoot(b); err != nil {
+		return nil, err
 	}
 	return specconv.ToLibcontainer(b, opts)
 }

@@ -94,6 +94,18 @@ type Cgroup struct {
 type Rootfs struct {
 	Path     string `json:"path"`
 	Readonly bool   `json:"readonly"`
+	// IDMapped: the root is mounted through the sandbox's id mapping, so
+	// the host root's files show as the sandbox's root's (read-only).
+	// Without it, in a user namespace they show as nobody.
+	IDMapped bool `json:"idmapped,omitempty"`
+	// Missing are mount points the root lacks (resolved in the root,
+	// relative to it): maka provides them in a scaffold, never in the root.
+	Missing []string `json:"missing,omitempty"`
+	// Scaffold is the directory that stands for the root when IDMapped or
+	// Missing (set at create by Op.BuildRoot), and Binds bind the root's
+	// entries into it, read-only.
+	Scaffold string        `json:"scaffold,omitempty"`
+	Binds    []specs.Mount `json:"binds,omitempty"`
 }
 
 // BindMount is a host path made visible read-only.

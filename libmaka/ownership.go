@@ -36,6 +36,7 @@ type Op struct {
 	creating  bool             // this op published the id's first record
 	committed bool
 	leased    *leaseRef // the id block this op leased (LeaseIDs)
+	scaffold  string    // the root scaffold this op built (BuildRoot)
 }
 
 // Begin takes the id's lock for command (waiting up to LockWait for another
@@ -168,6 +169,12 @@ func (op *Op) End() {
 			// Leased, never published: nothing ran on the block.
 			if err := releaseLease(op.leased.path, op.leased.lease.Root, op.leased.lease.ID); err != nil {
 				logrus.Warnf("container %s: %v (`maka recover` reclaims it)", op.ID, err)
+			}
+		}
+		// A scaffold no published record names: nothing runs on it.
+		if op.scaffold != "" && !(op.creating && op.Record != nil) && op.prev == nil {
+			if err := removeRoot(op.scaffold); err != nil {
+				logrus.Warnf("container %s: %v (`maka recover` removes it)", op.ID, err)
 			}
 		}
 	}

@@ -201,6 +201,7 @@ func (rt *Runtime) Recover(relaunch Relauncher) ([]RecoveryResult, error) {
 	}
 	rt.removeStaleTemps(store)
 	reclaimLeases(store, filepath.Dir(store.Dir))
+	reclaimRoots(store)
 	return results, nil
 }
 

@@ -5,24 +5,31 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 
+	securejoin "github.com/cyphar/filepath-securejoin"
+	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
-// CheckMountpoints makes sure every mount destination already exists in the
-// trusted root. libcontainer would otherwise create the missing ones in the
-// root directory on the host, writing to a root maka promises never to
-// touch. Paths are resolved inside the root (openat2 RESOLVE_IN_ROOT), so a
-// symlink in the root cannot point the check at the host. fields[i] names
-// the config.json field of dests[i] for the error.
-func CheckMountpoints(rootfs string, dests, fields []string) error {
+// MissingMountpoints returns the mount destinations the trusted root
+// lacks, each resolved inside the root as libcontainer resolves it
+// (symlinks in the root followed, never out of it), relative to the
+// root. maka provides them in the sandbox's scaffold (BuildRoot) instead
+// of letting libcontainer create them in the root, which maka never
+// writes. Existence is checked with openat2 RESOLVE_IN_ROOT, so a symlink
+// in the root cannot point the check at the host. fields[i] names the
+// config.json field of dests[i] for the error: a path whose parent in the
+// root is not a directory cannot be provided.
+func MissingMountpoints(rootfs string, dests, fields []string) ([]string, error) {
 	root, err := os.Open(rootfs)
 	if err != nil {
-		return fmt.Errorf("root.path: %w", err)
+		return nil, fmt.Errorf("root.path: %w", err)
 	}
 	defer root.Close()
-	var missing []string
+	var missing, bad []string
 	for i, d := range dests {
 		rel := strings.TrimLeft(filepath.Clean("/"+d), "/")
 		if rel == "" {
@@ -36,17 +43,417 @@ func CheckMountpoints(rootfs string, dests, fields []string) error {
 			unix.Close(fd)
 			continue
 		}
-		if errors.Is(err, unix.ENOSYS) {
-			return fmt.Errorf("check mount points: openat2 is not supported by this kernel (Linux 5.6 or later is required)")
-		}
 		field := d
 		if i < len(fields) {
 			field = fields[i]
 		}
-		missing = append(missing, fmt.Sprintf("%s: %s does not exist in the root filesystem (%v); maka never creates it there, add it to the root or drop the mount", field, d, err))
+		switch {
+		case errors.Is(err, unix.ENOSYS):
+			return nil, errors.New("check mount points: openat2 is not supported by this kernel (Linux 5.6 or later is required)")
+		case !errors.Is(err, unix.ENOENT):
+			bad = append(bad, fmt.Sprintf("%s: %s cannot be a mount point in the root filesystem: %v", field, d, err))
+			continue
+		}
+		resolved, err := securejoin.SecureJoin(rootfs, rel)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: resolve %s in the root filesystem: %v", field, d, err))
+			continue
+		}
+		r, err := filepath.Rel(rootfs, resolved)
+		if err != nil || r == "." || strings.HasPrefix(r, "../") {
+			bad = append(bad, fmt.Sprintf("%s: %s resolves outside the root filesystem", field, d))
+			continue
+		}
+		if !slices.Contains(missing, r) {
+			missing = append(missing, r)
+		}
 	}
-	if len(missing) > 0 {
-		return errors.New(strings.Join(missing, "; "))
+	if len(bad) > 0 {
+		return nil, errors.New(strings.Join(bad, "; "))
+	}
+	slices.Sort(missing)
+	return missing, nil
+}
+
+// idmapFilesystems are the filesystems whose idmapped mounts maka uses,
+// with the first kernel that supports them (FS_ALLOW_IDMAP).
+var idmapFilesystems = map[int64]struct {
+	name  string
+	major int
+	minor int
+}{
+	unix.EXT4_SUPER_MAGIC:  {"ext4", 5, 12},
+	unix.XFS_SUPER_MAGIC:   {"xfs", 5, 12},
+	unix.BTRFS_SUPER_MAGIC: {"btrfs", 5, 15},
+	unix.TMPFS_MAGIC:       {"tmpfs", 6, 3},
+}
+
+// IDMapSupport says whether the root at path can be mounted idmapped on
+// this kernel (its files then show with the sandbox's ids: the host's
+// root as the sandbox's root), and if not, why. Every mount below path
+// must support it too: the root is bound recursively.
+func IDMapSupport(path string) (bool, string) {
+	major, minor := kernelVersion()
+	paths := []string{path}
+	if subs, err := mountsBelow(path); err == nil {
+		paths = append(paths, subs...)
+	}
+	for _, p := range paths {
+		var st unix.Statfs_t
+		if err := unix.Statfs(p, &st); err != nil {
+			return false, fmt.Sprintf("statfs %s: %v", p, err)
+		}
+		fs, ok := idmapFilesystems[int64(st.Type)]
+		if !ok {
+			return false, fmt.Sprintf("%s is on a filesystem (magic %#x) maka does not idmap", p, st.Type)
+		}
+		if major < fs.major || major == fs.major && minor < fs.minor {
+			return false, fmt.Sprintf("idmapped %s mounts need Linux %d.%d", fs.name, fs.major, fs.minor)
+		}
+	}
+	return true, ""
+}
+
+func kernelVersion() (major, minor int) {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return 0, 0
+	}
+	_, _ = fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	return major, minor
+}
+
+// mountsBelow lists the mount points strictly below path.
+func mountsBelow(path string) ([]string, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	prefix := strings.TrimSuffix(path, "/") + "/"
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMountinfo(f[4])
+		if strings.HasPrefix(mp, prefix) {
+			out = append(out, mp)
+		}
+	}
+	return out, nil
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			var c int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
+				b.WriteByte(byte(c))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Scaffolded reports whether the sandbox's root is assembled by maka: a
+// scaffold directory holding the root's entries bound read-only (idmapped
+// when IDMapped) and the mount points the root lacks.
+func (r *Rootfs) Scaffolded() bool { return r.IDMapped || len(r.Missing) > 0 }
+
+// rootsDir holds the scaffolds of a store's sandboxes:
+// <state-dir>/roots/<the store's key>/<id>.
+func rootsDir(s *Store) string {
+	return filepath.Join(filepath.Dir(s.Dir), "roots", filepath.Base(s.Dir))
+}
+
+// BuildRoot assembles b's root when b.Rootfs.Scaffolded: a directory
+// <state-dir>/roots/<id> that stands for the root. It holds an empty
+// directory (or file) for each entry of the root, and b.Rootfs.Binds binds
+// each entry there read-only, recursively, through the sandbox's id
+// mapping when the root is idmapped; symlinks are copied as they are. The
+// directories on the way to a missing mount point are scaffolds too, down
+// to the missing part, which is made empty. The root itself is only read.
+// The scaffold is the op's: End removes it unless the create commits,
+// Lock.Drop once the record goes, recover when no record names it.
+func (op *Op) BuildRoot(b *Boundary) error {
+	r := &b.Rootfs
+	if !r.Scaffolded() {
+		return nil
+	}
+	if !r.Readonly {
+		return errors.New("root.readonly: maka assembles only a read-only root")
+	}
+	base := rootsDir(op.lock.store)
+	// The sandbox's root (an unprivileged host id with a user namespace)
+	// resolves this path when libcontainer binds the root: the state dir
+	// and the scaffolds' directories are searchable by all, listable by
+	// their owner only (the records and locks stay 0700).
+	stateDir := filepath.Dir(op.lock.store.Dir)
+	for _, d := range []string{stateDir, filepath.Dir(base), base} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return fmt.Errorf("root scaffold: %w", err)
+		}
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("root scaffold: %w", err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o011 != 0o011 {
+			if err := os.Chmod(d, perm|0o011); err != nil {
+				return fmt.Errorf("root scaffold: %w", err)
+			}
+		}
+	}
+	dir := filepath.Join(base, op.ID)
+	// A scaffold left by a create of this id that died before publishing.
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("root scaffold: %w", err)
+	}
+	op.scaffold = dir
+	s := scaffolder{root: r.Path, dir: dir, covered: coveredDirs(b)}
+	if r.IDMapped {
+		s.uids, s.gids = b.UIDMappings, b.GIDMappings
+	} else if b.Users.Namespace {
+		s.owner0 = true
+		s.uids, s.gids = b.UIDMappings, b.GIDMappings
+	}
+	if err := s.build(r.Missing); err != nil {
+		return fmt.Errorf("root scaffold for %s: %w", r.Path, err)
+	}
+	opts := []string{"rbind", "rro"}
+	if r.IDMapped {
+		opts = append(opts, "ridmap")
+	}
+	r.Binds = r.Binds[:0]
+	for _, e := range s.binds {
+		r.Binds = append(r.Binds, specs.Mount{Destination: "/" + e, Type: "bind", Source: filepath.Join(r.Path, e), Options: opts})
+	}
+	r.Scaffold = dir
+	CrashPoint(op.Command + ":root-built")
+	return nil
+}
+
+// coveredDirs are the destinations a mount covers whole (the root's
+// entry there is hidden): the scaffold makes an empty directory instead
+// of binding what would be hidden.
+func coveredDirs(b *Boundary) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range b.Mounts {
+		d := strings.TrimLeft(filepath.Clean("/"+m.Destination), "/")
+		if d != "" {
+			out[d] = true
+		}
+	}
+	return out
+}
+
+type scaffolder struct {
+	root, dir  string
+	uids, gids []specs.LinuxIDMapping
+	// owner0: the root is not idmapped, but missing mount points belong to
+	// the sandbox's root (its mapped id 0).
+	owner0  bool
+	covered map[string]bool
+	binds   []string
+}
+
+func (s *scaffolder) build(missing []string) error {
+	// expand: the directories the scaffold re-creates (entry by entry)
+	// rather than binds; made: the missing part, made empty.
+	expand := map[string]bool{"": true}
+	made := map[string]bool{}
+	for _, m := range missing {
+		parts := strings.Split(m, "/")
+		for i := range parts {
+			p := strings.Join(parts[:i+1], "/")
+			fi, err := os.Lstat(filepath.Join(s.root, p))
+			switch {
+			case err == nil && fi.IsDir() && i < len(parts)-1:
+				expand[p] = true
+			case err == nil:
+				if i < len(parts)-1 {
+					return fmt.Errorf("/%s is not a directory", p)
+				}
+			case errors.Is(err, os.ErrNotExist):
+				made[p] = true
+			default:
+				return err
+			}
+		}
+	}
+	dirs := make([]string, 0, len(expand))
+	for d := range expand {
+		dirs = append(dirs, d)
+	}
+	// Parents first.
+	slices.SortFunc(dirs, func(a, b string) int { return strings.Compare(a, b) })
+	for _, d := range dirs {
+		src := filepath.Join(s.root, d)
+		fi, err := os.Lstat(src)
+		if err != nil {
+			return err
+		}
+		if err := s.mkdir(d, fi); err != nil {
+			return err
+		}
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			p := path(d, e.Name())
+			if expand[p] {
+				continue
+			}
+			if err := s.entry(p); err != nil {
+				return err
+			}
+		}
+	}
+	ms := make([]string, 0, len(made))
+	for m := range made {
+		ms = append(ms, m)
+	}
+	slices.Sort(ms)
+	for _, m := range ms {
+		if err := os.Mkdir(filepath.Join(s.dir, m), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if s.uids != nil && os.Geteuid() == 0 {
+			if err := os.Lchown(filepath.Join(s.dir, m), int(mapID(s.uids, 0)), int(mapID(s.gids, 0))); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+func path(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// entry re-creates the root's entry p in the scaffold: a symlink as it
+// is, a directory or a file as an empty mount point bound from the root
+// (a directory a mount covers whole is left empty).
+func (s *scaffolder) entry(p string) error {
+	src := filepath.Join(s.root, p)
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	dst := filepath.Join(s.dir, p)
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(target, dst); err != nil {
+			return err
+		}
+		return s.chown(dst, fi)
+	case fi.IsDir():
+		if err := s.mkdir(p, fi); err != nil {
+			return err
+		}
+		if s.covered[p] {
+			return nil
+		}
+	default:
+		f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fi.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		f.Close()
+		if err := s.chown(dst, fi); err != nil {
+			return err
+		}
+	}
+	s.binds = append(s.binds, p)
+	return nil
+}
+
+func (s *scaffolder) mkdir(p string, fi os.FileInfo) error {
+	dst := filepath.Join(s.dir, p)
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		return err
+	}
+	if err := s.chown(dst, fi); err != nil {
+		return err
+	}
+	// Mkdir applies the umask; the mode (sticky bit included) is the root's.
+	return os.Chmod(dst, fi.Mode()&(os.ModePerm|os.ModeSticky|os.ModeSetgid|os.ModeSetuid))
+}
+
+// chown gives the scaffold's entry the owner the root's entry shows in
+// the sandbox: its ids through the mapping when the root is idmapped, the
+// host's ids as they are otherwise.
+func (s *scaffolder) chown(dst string, fi os.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || os.Geteuid() != 0 {
+		// Rootless: the scaffold is the user's, its container root.
+		return nil
+	}
+	uid, gid := st.Uid, st.Gid
+	if s.uids != nil && !s.owner0 {
+		uid, gid = mapID(s.uids, uid), mapID(s.gids, gid)
+	}
+	return os.Lchown(dst, int(uid), int(gid))
+}
+
+// mapID is the host id of container id id under m (the overflow id 65534
+// when it is not mapped).
+func mapID(m []specs.LinuxIDMapping, id uint32) uint32 {
+	for _, e := range m {
+		if id >= e.ContainerID && id-e.ContainerID < e.Size {
+			return e.HostID + id - e.ContainerID
+		}
+	}
+	return 65534
+}
+
+// removeRoot removes the scaffold dir (only empty directories, files and
+// symlinks maka made; RemoveAll follows no symlink).
+func removeRoot(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove root scaffold: %w", err)
+	}
+	return nil
+}
+
+// reclaimRoots removes the scaffolds no record names and no live command
+// holds: creates that died between building and publishing.
+func reclaimRoots(store *Store) {
+	entries, err := os.ReadDir(rootsDir(store))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		id := e.Name()
+		if !ValidID(id) {
+			continue
+		}
+		lock, err := store.Lock(id, 0)
+		if err != nil {
+			continue
+		}
+		if rec, err := store.Get(id); err == nil && rec == nil {
+			_ = removeRoot(filepath.Join(rootsDir(store), id))
+		}
+		lock.Unlock()
+	}
 }

@@ -441,6 +441,12 @@ func (l *Lock) Drop() error {
 		if err := releaseIDs(l.store, rec); err != nil {
 			return err
 		}
+		// Only the scaffold maka made for this id, wherever the record says.
+		if b := rec.Boundary; b != nil && b.Rootfs.Scaffold == filepath.Join(rootsDir(l.store), l.id) {
+			if err := removeRoot(b.Rootfs.Scaffold); err != nil {
+				return fmt.Errorf("container %s: %w", l.id, err)
+			}
+		}
 	}
 	_ = os.Remove(l.store.tempPath(l.id))
 	if err := os.Remove(l.store.recordPath(l.id)); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -158,6 +159,9 @@ func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
 	if b.Users.Source == libmaka.IDsFromPool && (len(b.UIDMappings) == 0 || len(b.GIDMappings) == 0) {
 		return nil, errors.New("the sandbox's user namespace has no ids yet: they are leased from the pool at create (libmaka.Op.LeaseIDs)")
 	}
+	if b.Rootfs.Scaffolded() && b.Rootfs.Scaffold == "" {
+		return nil, errors.New("the sandbox's root has no scaffold yet: it is built at create (libmaka.Op.BuildRoot)")
+	}
 	spec, err := SpecOf(b)
 	if err != nil {
 		return nil, err
@@ -190,13 +194,20 @@ func SpecOf(b *libmaka.Boundary) (*specs.Spec, error) {
 	if b.Cgroup.Path == "" {
 		return nil, errors.New("the boundary has no cgroup path")
 	}
+	// An assembled root: the scaffold stands for the root, the root's
+	// entries bound into it before any other mount.
+	root, mounts := b.Rootfs.Path, b.Mounts
+	if b.Rootfs.Scaffold != "" {
+		root = b.Rootfs.Scaffold
+		mounts = append(slices.Clone(b.Rootfs.Binds), b.Mounts...)
+	}
 	spec := &specs.Spec{
 		Version:     specs.Version,
-		Root:        &specs.Root{Path: b.Rootfs.Path, Readonly: b.Rootfs.Readonly},
+		Root:        &specs.Root{Path: root, Readonly: b.Rootfs.Readonly},
 		Process:     ProcessOf(b),
 		Hostname:    b.Hostname,
 		Domainname:  b.Domainname,
-		Mounts:      b.Mounts,
+		Mounts:      mounts,
 		Hooks:       b.Hooks,
 		Annotations: b.Annotations,
 		Linux: &specs.Linux{
