@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/maka-runtime/maka/libmaka"
@@ -185,8 +186,8 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		ro += ", not idmapped: its root's files show as nobody"
 	}
 	row("rootfs", "%s (%s)", b.Rootfs.Path, ro)
-	if len(b.Rootfs.Missing) > 0 {
-		row("mount points", "/%s (missing in the root: made by maka, outside it)", strings.Join(b.Rootfs.Missing, " /"))
+	if missing := append(slices.Clone(b.Rootfs.Missing), b.Rootfs.MissingFiles...); len(missing) > 0 {
+		row("mount points", "/%s (missing in the root: made by maka, outside it)", strings.Join(missing, " /"))
 	}
 	for _, m := range b.ReadOnly {
 		row("read-only", "%s <- %s", m.Destination, m.Source)

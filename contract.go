@@ -59,12 +59,12 @@ func planRoot(b *libmaka.Boundary, policy *libmaka.Policy) error {
 	if !b.Rootfs.Readonly {
 		return nil
 	}
-	dests, fields := mountpointsInRoot(b)
-	missing, err := libmaka.MissingMountpoints(b.Rootfs.Path, dests, fields)
+	dests, fields, files := mountpointsInRoot(b)
+	dirs, regular, err := libmaka.MissingMountpoints(b.Rootfs.Path, dests, fields, files)
 	if err != nil {
 		return err
 	}
-	b.Rootfs.Missing = missing
+	b.Rootfs.Missing, b.Rootfs.MissingFiles = dirs, regular
 	if b.Users.Namespace && policy.Rootless == nil {
 		b.Rootfs.IDMapped, _ = libmaka.IDMapSupport(b.Rootfs.Path)
 	}
@@ -113,7 +113,7 @@ var filesystemMounts = []string{"tmpfs", "proc", "sysfs", "devpts", "mqueue", "c
 // mountpointsInRoot lists the paths that must already exist in the root
 // filesystem: mount destinations and the process's cwd, except those below
 // an earlier mount that provides them.
-func mountpointsInRoot(b *libmaka.Boundary) (dests, fields []string) {
+func mountpointsInRoot(b *libmaka.Boundary) (dests, fields []string, files []bool) {
 	var provided []string
 	below := func(p string) bool {
 		for _, d := range provided {
@@ -128,6 +128,10 @@ func mountpointsInRoot(b *libmaka.Boundary) (dests, fields []string) {
 		if !below(d) {
 			dests = append(dests, d)
 			fields = append(fields, fmt.Sprintf("mounts[%d].destination", i))
+			// A bind of a file is mounted on a file (as runc makes it).
+			fi, err := os.Stat(m.Source)
+			bind := m.Type == "bind" || slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind")
+			files = append(files, bind && err == nil && !fi.IsDir())
 		}
 		if slices.Contains(filesystemMounts, m.Type) {
 			provided = append(provided, d)
@@ -136,6 +140,7 @@ func mountpointsInRoot(b *libmaka.Boundary) (dests, fields []string) {
 	if cwd := filepath.Clean("/" + b.Process.Cwd); !below(cwd) {
 		dests = append(dests, cwd)
 		fields = append(fields, "process.cwd")
+		files = append(files, false)
 	}
-	return dests, fields
+	return dests, fields, files
 }

@@ -100,7 +100,8 @@ type Rootfs struct {
 	IDMapped bool `json:"idmapped,omitempty"`
 	// Missing are mount points the root lacks (resolved in the root,
 	// relative to it): maka provides them in a scaffold, never in the root.
-	Missing []string `json:"missing,omitempty"`
+	Missing      []string `json:"missing,omitempty"`
+	MissingFiles []string `json:"missingFiles,omitempty"`
 	// Scaffold is the directory that stands for the root when IDMapped or
 	// Missing (set at create by Op.BuildRoot), and Binds bind the root's
 	// entries into it, read-only.

@@ -22,14 +22,16 @@ import (
 // writes. Existence is checked with openat2 RESOLVE_IN_ROOT, so a symlink
 // in the root cannot point the check at the host. fields[i] names the
 // config.json field of dests[i] for the error: a path whose parent in the
-// root is not a directory cannot be provided.
-func MissingMountpoints(rootfs string, dests, fields []string) ([]string, error) {
+// root is not a directory cannot be provided. files[i] says dests[i] is a
+// file's mount point (a bind of a file): those missing are in the second
+// list.
+func MissingMountpoints(rootfs string, dests, fields []string, files []bool) (dirs, regular []string, err error) {
 	root, err := os.Open(rootfs)
 	if err != nil {
-		return nil, fmt.Errorf("root.path: %w", err)
+		return nil, nil, fmt.Errorf("root.path: %w", err)
 	}
 	defer root.Close()
-	var missing, bad []string
+	var bad []string
 	for i, d := range dests {
 		rel := strings.TrimLeft(filepath.Clean("/"+d), "/")
 		if rel == "" {
@@ -49,7 +51,7 @@ func MissingMountpoints(rootfs string, dests, fields []string) ([]string, error)
 		}
 		switch {
 		case errors.Is(err, unix.ENOSYS):
-			return nil, errors.New("check mount points: openat2 is not supported by this kernel (Linux 5.6 or later is required)")
+			return nil, nil, errors.New("check mount points: openat2 is not supported by this kernel (Linux 5.6 or later is required)")
 		case !errors.Is(err, unix.ENOENT):
 			bad = append(bad, fmt.Sprintf("%s: %s cannot be a mount point in the root filesystem: %v", field, d, err))
 			continue
@@ -64,15 +66,20 @@ func MissingMountpoints(rootfs string, dests, fields []string) ([]string, error)
 			bad = append(bad, fmt.Sprintf("%s: %s resolves outside the root filesystem", field, d))
 			continue
 		}
-		if !slices.Contains(missing, r) {
-			missing = append(missing, r)
+		list := &dirs
+		if i < len(files) && files[i] {
+			list = &regular
+		}
+		if !slices.Contains(*list, r) {
+			*list = append(*list, r)
 		}
 	}
 	if len(bad) > 0 {
-		return nil, errors.New(strings.Join(bad, "; "))
+		return nil, nil, errors.New(strings.Join(bad, "; "))
 	}
-	slices.Sort(missing)
-	return missing, nil
+	slices.Sort(dirs)
+	slices.Sort(regular)
+	return dirs, regular, nil
 }
 
 // idmapFilesystems are the filesystems whose idmapped mounts maka uses,
@@ -167,7 +174,9 @@ func unescapeMountinfo(s string) string {
 // Scaffolded reports whether the sandbox's root is assembled by maka: a
 // scaffold directory holding the root's entries bound read-only (idmapped
 // when IDMapped) and the mount points the root lacks.
-func (r *Rootfs) Scaffolded() bool { return r.IDMapped || len(r.Missing) > 0 }
+func (r *Rootfs) Scaffolded() bool {
+	return r.IDMapped || len(r.Missing) > 0 || len(r.MissingFiles) > 0
+}
 
 // rootsDir holds the scaffolds of a store's sandboxes:
 // <state-dir>/roots/<the store's key>/<id>.
@@ -225,7 +234,7 @@ func (op *Op) BuildRoot(b *Boundary) error {
 		s.owner0 = true
 		s.uids, s.gids = b.UIDMappings, b.GIDMappings
 	}
-	if err := s.build(r.Missing); err != nil {
+	if err := s.build(r.Missing, r.MissingFiles); err != nil {
 		return fmt.Errorf("root scaffold for %s: %w", r.Path, err)
 	}
 	opts := []string{"rbind", "rro"}
@@ -265,12 +274,12 @@ type scaffolder struct {
 	binds   []string
 }
 
-func (s *scaffolder) build(missing []string) error {
+func (s *scaffolder) build(missing, files []string) error {
 	// expand: the directories the scaffold re-creates (entry by entry)
 	// rather than binds; made: the missing part, made empty.
 	expand := map[string]bool{"": true}
 	made := map[string]bool{}
-	for _, m := range missing {
+	for _, m := range append(slices.Clone(missing), files...) {
 		parts := strings.Split(m, "/")
 		for i := range parts {
 			p := strings.Join(parts[:i+1], "/")
@@ -324,11 +333,18 @@ func (s *scaffolder) build(missing []string) error {
 	}
 	slices.Sort(ms)
 	for _, m := range ms {
-		if err := os.Mkdir(filepath.Join(s.dir, m), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		p := filepath.Join(s.dir, m)
+		if slices.Contains(files, m) {
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			f.Close()
+		} else if err := os.Mkdir(p, 0o755); err != nil {
 			return err
 		}
 		if s.uids != nil && os.Geteuid() == 0 {
-			if err := os.Lchown(filepath.Join(s.dir, m), int(mapID(s.uids, 0)), int(mapID(s.gids, 0))); err != nil {
+			if err := os.Lchown(p, int(mapID(s.uids, 0)), int(mapID(s.gids, 0))); err != nil {
 				return err
 			}
 		}

@@ -40,20 +40,21 @@ func imageRoot(t *testing.T) string {
 
 func TestMissingMountpoints(t *testing.T) {
 	root := imageRoot(t)
-	missing, err := MissingMountpoints(root, []string{"/proc", "/tmp/", "/", "/run", "/maka/work", "/var/run/x", "/escape/hostname", "/run"}, nil)
+	missing, files, err := MissingMountpoints(root, []string{"/proc", "/tmp/", "/", "/run", "/maka/work", "/var/run/x", "/escape/hostname", "/run", "/.containerenv"}, nil,
+		[]bool{false, false, false, false, false, false, false, false, true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Resolved in the root as libcontainer resolves them: /var/run/x is
 	// /run/x, /escape/hostname is the root's /etc/hostname, never the host's.
 	want := []string{"etc/hostname", "maka/work", "run", "run/x"}
-	if !slices.Equal(missing, want) {
-		t.Fatalf("missing = %v, want %v", missing, want)
+	if !slices.Equal(missing, want) || !slices.Equal(files, []string{".containerenv"}) {
+		t.Fatalf("missing = %v %v, want %v [.containerenv]", missing, files, want)
 	}
 	if _, err := os.Stat(filepath.Join(root, "run")); err == nil {
 		t.Fatal("the check created a mount point")
 	}
-	_, err = MissingMountpoints(root, []string{"/etc/passwd/x"}, []string{"mounts[3].destination"})
+	_, _, err = MissingMountpoints(root, []string{"/etc/passwd/x"}, []string{"mounts[3].destination"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "mounts[3].destination: /etc/passwd/x cannot be a mount point") {
 		t.Fatalf("a path below a file: err = %v", err)
 	}
@@ -68,7 +69,7 @@ func TestBuildRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &Boundary{
-		Rootfs: Rootfs{Path: root, Readonly: true, Missing: []string{"etc/hostname", "maka/work", "run"}},
+		Rootfs: Rootfs{Path: root, Readonly: true, Missing: []string{"etc/hostname", "maka/work", "run"}, MissingFiles: []string{"run/.containerenv"}},
 		Mounts: []specs.Mount{{Destination: "/proc", Type: "proc"}, {Destination: "/run", Type: "tmpfs"}},
 	}
 	if err := op.BuildRoot(b); err != nil {
@@ -92,7 +93,7 @@ func TestBuildRoot(t *testing.T) {
 	if !slices.Equal(binds, want) {
 		t.Fatalf("binds %v, want %v", binds, want)
 	}
-	for p, mode := range map[string]os.FileMode{"tmp": os.ModeDir | os.ModeSticky | 0o777, "proc": os.ModeDir | 0o755, "maka/work": os.ModeDir | 0o755, "etc/hostname": os.ModeDir | 0o755, "etc/passwd": 0o644, "run": os.ModeDir | 0o755} {
+	for p, mode := range map[string]os.FileMode{"tmp": os.ModeDir | os.ModeSticky | 0o777, "proc": os.ModeDir | 0o755, "maka/work": os.ModeDir | 0o755, "etc/hostname": os.ModeDir | 0o755, "etc/passwd": 0o644, "run": os.ModeDir | 0o755, "run/.containerenv": 0o644} {
 		fi, err := os.Lstat(filepath.Join(dir, p))
 		if err != nil || fi.Mode() != mode {
 			t.Fatalf("%s: %v %v, want %v", p, fi.Mode(), err, mode)

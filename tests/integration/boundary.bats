@@ -168,24 +168,79 @@ reject_case() {
   [[ "$output" == *"not allowed by profile restricted"* ]]
 }
 
-@test "the root filesystem is never written: a read-only bind mount of it runs, a missing mount point is an error" {
-  ro=$BATS_TEST_TMPDIR/ro-rootfs
+# tree_sum DIR: every path of DIR with its type, mode, owner and content's
+# checksum: equal before and after means nothing was written.
+tree_sum() {
+  (cd "$1" && find . -printf '%p %y %m %U %G %s\n' | sort && find . -type f -exec sha256sum {} + | sort) | sha256sum
+}
+
+@test "standard images run as they are: mount points the root lacks are made by maka outside it, the root (a read-only bind) never written" {
+  # An image like busybox's or Debian's: no /run, /maka/work, /tmp, /mnt;
+  # /var/run a symlink to /run.
+  local img=$BATS_TEST_TMPDIR/image ro=$BATS_TEST_TMPDIR/ro-rootfs
+  cp -a "$MAKA_ROOTFS" "$img"
+  rm -rf "${img:?}/run" "$img/maka" "$img/tmp" "$img/mnt" "$img/var/run"
+  ln -s ../run "$img/var/run"
   mkdir -p "$ro"
-  mount --bind "$MAKA_ROOTFS" "$ro"
+  mount --bind "$img" "$ro"
   mount -o remount,bind,ro "$ro"
-  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'echo ok > /tmp/f && cat /tmp/f'
-  update_config "$BATS_TEST_TMPDIR/b" '.root.path = $ro' --arg ro "$ro"
+  local before
+  before=$(tree_sum "$img")
+  echo env-ok > "$BATS_TEST_TMPDIR/containerenv"
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'echo ok > /tmp/f && cat /tmp/f; cd /maka/work && pwd;
+    test -d /nowhere && test -d /a/b/c && test -d /run/x && cat /.containerenv;
+    touch /pwn /etc/pwn /a/pwn 2>&1 | grep -c "Read-only file system"; stat -c "%u %a" / /etc /bin/sh; ls /'
+  update_config "$BATS_TEST_TMPDIR/b" '.root.path = $ro
+    | .mounts += [{destination: "/nowhere", type: "tmpfs", source: "tmpfs", options: ["size=1m"]},
+                  {destination: "/a/b/c", type: "tmpfs", source: "tmpfs", options: ["size=1m"]},
+                  {destination: "/var/run/x", type: "tmpfs", source: "tmpfs", options: ["size=1m"]},
+                  {destination: "/.containerenv", type: "bind", source: $env, options: ["rbind", "ro"]}]' \
+    --arg ro "$ro" --arg env "$BATS_TEST_TMPDIR/containerenv"
+  # boundary names what maka provides.
+  run maka boundary --bundle "$BATS_TEST_TMPDIR/b"
+  [ "$status" -eq 0 ]
+  [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"mount points /a /maka/work /nowhere /run /run/x /tmp /.containerenv (missing in the root: made by maka, outside it)"* ]]
   run maka run --bundle "$BATS_TEST_TMPDIR/b" bd-ro
   umount "$ro" || true
+  echo "$output"
   [ "$status" -eq 0 ]
-  [ "$output" = ok ]
+  [ "${lines[0]}" = ok ]
+  [ "${lines[1]}" = /maka/work ]
+  [ "${lines[2]}" = env-ok ]
+  [ "${lines[3]}" = 3 ]
+  # The root's files as they are in the image: idmapped, the host's root
+  # is the sandbox's root (tmpfs supports idmapped mounts from Linux 6.3).
+  [ "${lines[4]}" = "0 755" ] && [ "${lines[5]}" = "0 755" ] && [ "${lines[6]}" = "0 755" ]
+  local e
+  for e in a bin etc maka nowhere run tmp usr var; do
+    [[ " $(echo "${lines[@]:7}") " == *" $e "* ]]
+  done
+  [ "$(tree_sum "$img")" = "$before" ]
+  # Nothing left: no record, no scaffold.
+  [ ! -e "$MAKA_ROOT/bd-ro" ]
+  [ -z "$(ls -A "$MAKA_STATE_DIR"/roots/* 2>/dev/null)" ]
+
+  # A path below a file cannot be a mount point: refused, naming the field.
   make_bundle "$BATS_TEST_TMPDIR/m" true
-  update_config "$BATS_TEST_TMPDIR/m" '.mounts += [{destination: "/nowhere", type: "tmpfs", source: "tmpfs", options: ["size=1m"]}]'
+  update_config "$BATS_TEST_TMPDIR/m" '.mounts += [{destination: "/etc/passwd/x", type: "tmpfs", source: "tmpfs", options: ["size=1m"]}]'
   run maka_io run --bundle "$BATS_TEST_TMPDIR/m" bd-mp
   [ "$status" -eq 1 ]
-  [[ "$output" == *"mounts[10].destination: /nowhere does not exist in the root filesystem"* ]]
-  [ ! -e "$MAKA_ROOTFS/nowhere" ]
+  [[ "$output" == *"mounts[10].destination: /etc/passwd/x cannot be a mount point in the root filesystem"* ]]
   [ ! -e "$MAKA_ROOT/bd-mp" ]
+}
+
+@test "a root on a filesystem maka does not idmap (9p here) runs with the host's root's files as nobody, still read-only" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'stat -c %u /bin/sh; touch /pwn 2>&1 | grep -c "Read-only file system"; cat /proc/self/uid_map'
+  update_config "$BATS_TEST_TMPDIR/b" '.root.path = $r' --arg r "$MAKA_FIXTURES/rootfs"
+  run maka boundary --bundle "$BATS_TEST_TMPDIR/b"
+  [ "$status" -eq 0 ]
+  [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"(read-only, not idmapped: its root's files show as nobody)"* ]]
+  run maka run --bundle "$BATS_TEST_TMPDIR/b" bd-9p
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = 65534 ]
+  [ "${lines[1]}" = 1 ]
+  [ ! -e "$MAKA_ROOT/bd-9p" ]
 }
 
 @test "maka policy show prints the effective policy: restricted by default, a policy file's items replace the profile's" {

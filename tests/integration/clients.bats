@@ -405,7 +405,7 @@ left: 0
 
 # ---------------------------------------------------------------- maka itself
 
-@test "a writable root gets missing mount points created in it (Podman's /run/.containerenv); a read-only root still refuses them" {
+@test "a writable root gets missing mount points created in it (Podman's /run/.containerenv); a read-only root gets them outside it" {
   local wr=$BATS_TEST_TMPDIR/wr-rootfs
   cp -a "$MAKA_ROOTFS" "$wr"
   make_bundle "$BATS_TEST_TMPDIR/b" cat /.containerenv /nowhere/f
@@ -427,9 +427,9 @@ dir-ok" ]
   update_config "$BATS_TEST_TMPDIR/b" '.root.readonly = true'
   run maka_io --policy "$policy" run --bundle "$BATS_TEST_TMPDIR/b" wr-mp
   echo "$output"
-  [ "$status" -eq 1 ]
-  [[ "$output" == *"/.containerenv does not exist in the root filesystem"* ]]
-  [[ "$output" == *"/nowhere/f does not exist in the root filesystem"* ]]
+  [ "$status" -eq 0 ]
+  [ "$output" = "env-ok
+dir-ok" ]
   [ ! -e "$wr/.containerenv" ]
   [ ! -e "$wr/nowhere" ]
 }

@@ -50,6 +50,7 @@ leases() {
   [ "$status" -eq 0 ]
   # (the row wraps at 80 columns: joined again)
   [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"users user namespace: ids 0..65535 = a free block of host ids leased at create from the pool $POOL.."* ]]
+  [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"(read-only, idmapped: its root's files are the sandbox's root's)"* ]]
   run restricted boundary --format json --bundle "$BATS_TEST_TMPDIR/b"
   [ "$(jq -c .users <<<"$output")" = "{\"namespace\":true,\"source\":\"pool\",\"pool\":{\"start\":$POOL,\"size\":$BLOCK,\"count\":1024}}" ]
 
@@ -79,7 +80,8 @@ leases() {
   run restricted exec u1 sh -c 'id -u; stat -c %u /bin/sh; echo x > /proc/sys/kernel/core_pattern || echo REFUSED; echo 0 > /sys/kernel/mm/ksm/run || echo REFUSED; touch /pwn || echo REFUSED'
   [ "$status" -eq 0 ]
   [ "${lines[0]}" = 0 ]
-  [ "${lines[1]}" = 65534 ]   # the host's root: unmapped, nobody
+  [ "${lines[1]}" = 0 ]   # the root is idmapped: its files are the sandbox's root's
+  # ... and still read-only: touch /pwn is refused below.
   [ "$(grep -c REFUSED <<<"$output")" -eq 3 ]
   [[ "$output" == *"Permission denied"* || "$output" == *"Read-only file system"* ]]
   # The bounded tmpfs mounts, /dev, /proc, mqueue and devpts work inside.
