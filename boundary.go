@@ -179,10 +179,11 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 	if !b.Rootfs.Readonly {
 		ro = "WRITABLE"
 	}
+	// (how the root is shown is decided only for a sandbox maka would run)
 	switch {
 	case b.Rootfs.IDMapped:
 		ro += ", idmapped: its root's files are the sandbox's root's"
-	case b.Users.Namespace && b.Rootfs.Readonly:
+	case b.Users.Namespace && b.Rootfs.Readonly && v.Allowed:
 		ro += ", not idmapped: its root's files show as nobody"
 	}
 	row("rootfs", "%s (%s)", b.Rootfs.Path, ro)

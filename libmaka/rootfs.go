@@ -83,16 +83,13 @@ func MissingMountpoints(rootfs string, dests, fields []string, files []bool) (di
 }
 
 // idmapFilesystems are the filesystems whose idmapped mounts maka uses,
-// with the first kernel that supports them (FS_ALLOW_IDMAP).
-var idmapFilesystems = map[int64]struct {
-	name  string
-	major int
-	minor int
-}{
-	unix.EXT4_SUPER_MAGIC:  {"ext4", 5, 12},
-	unix.XFS_SUPER_MAGIC:   {"xfs", 5, 12},
-	unix.BTRFS_SUPER_MAGIC: {"btrfs", 5, 15},
-	unix.TMPFS_MAGIC:       {"tmpfs", 6, 3},
+// with the first kernel that supports them (FS_ALLOW_IDMAP). Types come
+// from mountinfo: statfs is no guide (9p reports the server's type).
+var idmapFilesystems = map[string][2]int{
+	"ext4":  {5, 12},
+	"xfs":   {5, 12},
+	"btrfs": {5, 15},
+	"tmpfs": {6, 3},
 }
 
 // IDMapSupport says whether the root at path can be mounted idmapped on
@@ -100,22 +97,41 @@ var idmapFilesystems = map[int64]struct {
 // root as the sandbox's root), and if not, why. Every mount below path
 // must support it too: the root is bound recursively.
 func IDMapSupport(path string) (bool, string) {
-	major, minor := kernelVersion()
-	paths := []string{path}
-	if subs, err := mountsBelow(path); err == nil {
-		paths = append(paths, subs...)
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false, err.Error()
 	}
-	for _, p := range paths {
-		var st unix.Statfs_t
-		if err := unix.Statfs(p, &st); err != nil {
-			return false, fmt.Sprintf("statfs %s: %v", p, err)
+	mounts, err := readMountinfo()
+	if err != nil {
+		return false, err.Error()
+	}
+	// The mount that holds path: the last of those with the longest
+	// mount point above it (a later mount on the same point hides the
+	// earlier); and every mount below path.
+	var holder *mountEntry
+	var below []mountEntry
+	prefix := strings.TrimSuffix(real, "/") + "/"
+	for i, m := range mounts {
+		switch {
+		case strings.HasPrefix(m.point, prefix):
+			below = append(below, m)
+		case m.point == real || m.point == "/" || strings.HasPrefix(real, m.point+"/"):
+			if holder == nil || len(m.point) >= len(holder.point) {
+				holder = &mounts[i]
+			}
 		}
-		fs, ok := idmapFilesystems[int64(st.Type)]
+	}
+	if holder == nil {
+		return false, "no mount holds " + real
+	}
+	major, minor := kernelVersion()
+	for _, m := range append([]mountEntry{*holder}, below...) {
+		v, ok := idmapFilesystems[m.fstype]
 		if !ok {
-			return false, fmt.Sprintf("%s is on a filesystem (magic %#x) maka does not idmap", p, st.Type)
+			return false, fmt.Sprintf("%s is on %s, which maka does not idmap", m.point, m.fstype)
 		}
-		if major < fs.major || major == fs.major && minor < fs.minor {
-			return false, fmt.Sprintf("idmapped %s mounts need Linux %d.%d", fs.name, fs.major, fs.minor)
+		if major < v[0] || major == v[0] && minor < v[1] {
+			return false, fmt.Sprintf("idmapped %s mounts need Linux %d.%d", m.fstype, v[0], v[1])
 		}
 	}
 	return true, ""
@@ -130,23 +146,23 @@ func kernelVersion() (major, minor int) {
 	return major, minor
 }
 
-// mountsBelow lists the mount points strictly below path.
-func mountsBelow(path string) ([]string, error) {
+type mountEntry struct{ point, fstype string }
+
+// readMountinfo lists this process's mounts in mount order.
+func readMountinfo() ([]mountEntry, error) {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
-	prefix := strings.TrimSuffix(path, "/") + "/"
-	var out []string
+	var out []mountEntry
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
-		if len(f) < 5 {
+		// ... mount point (5th), optional fields, "-", fstype.
+		sep := slices.Index(f, "-")
+		if len(f) < 5 || sep < 5 || sep+1 >= len(f) {
 			continue
 		}
-		mp := unescapeMountinfo(f[4])
-		if strings.HasPrefix(mp, prefix) {
-			out = append(out, mp)
-		}
+		out = append(out, mountEntry{point: unescapeMountinfo(f[4]), fstype: f[sep+1]})
 	}
 	return out, nil
 }

@@ -222,3 +222,15 @@ func treeOf(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// The filesystem comes from mountinfo (not statfs, which 9p answers with
+// the server's type): this test's own temporary directory and /proc.
+func TestIDMapSupport(t *testing.T) {
+	if ok, why := IDMapSupport("/proc/self"); ok || !strings.Contains(why, "on proc, which maka does not idmap") {
+		t.Fatalf("/proc: %v %q", ok, why)
+	}
+	mounts, err := readMountinfo()
+	if err != nil || len(mounts) == 0 || mounts[0].fstype == "" {
+		t.Fatalf("mountinfo: %v %v", mounts, err)
+	}
+}
