@@ -377,13 +377,16 @@ init_pids() {
 
 # assert_nothing_left ID: no state dir, no record in the contract store, no
 # cgroup named ID anywhere (runc's default place is under the parent of the
-# caller's cgroup), no waiting "maka init" process, and `list` does not show it.
+# caller's cgroup), no root scaffold, no waiting "maka init" process, and
+# `list` does not show it.
 assert_nothing_left() {
   local id=$1 left
   [ ! -e "$MAKA_ROOT/$id" ] || { echo "state dir $MAKA_ROOT/$id left" >&2; return 1; }
   # (no store yet when nothing was ever created: find fails, errexit must not)
   left=$(find "$MAKA_STATE_DIR" \( -name "$id.json" -o -name ".$id.json.tmp" \) 2>/dev/null || true)
   [ -z "$left" ] || { echo "record left: $left" >&2; return 1; }
+  left=$(find "$MAKA_STATE_DIR/roots" -mindepth 2 -maxdepth 2 -name "$id" 2>/dev/null || true)
+  [ -z "$left" ] || { echo "root scaffold left: $left" >&2; return 1; }
   left=$(find /sys/fs/cgroup -type d -name "$id" 2>/dev/null || true)
   [ -z "$left" ] || { echo "cgroup left: $left" >&2; return 1; }
   left=$(init_pids)
