@@ -194,9 +194,9 @@ concurrent_creates() {
   concurrent_creates 50
 }
 
-@test "a crash after leasing and before the cgroup exists leaves a lease that recover gives back" {
+@test "a crash after leasing and before the cgroup exists leaves a lease (and a root scaffold) that recover gives back" {
   make_bundle "$BATS_TEST_TMPDIR/b" sleep 300
-  for stage in create:ids-leased create:record-published; do
+  for stage in create:ids-leased create:root-built create:record-published; do
     local rc=0
     MAKA_TEST_CRASH_AT=$stage "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" \
       --policy "$BATS_FILE_TMPDIR/restricted.json" create -b "$BATS_TEST_TMPDIR/b" u3 \
@@ -204,6 +204,9 @@ concurrent_creates() {
     [ "$rc" -eq 137 ] || { cat "$BATS_TEST_TMPDIR/crash"; false; }
     [ "$(leases | awk '{print $2}')" = u3 ]
     [ -z "$(find /sys/fs/cgroup -type d -name u3)" ]
+    if [ "$stage" != create:ids-leased ]; then
+      [ -d "$(echo "$MAKA_STATE_DIR"/roots/*/u3)" ]   # the idmapped root's scaffold
+    fi
     run maka recover
     [ "$status" -eq 0 ]
     [ -z "$(leases)" ]
