@@ -402,6 +402,17 @@ func (s *scaffolder) entry(p string) error {
 		if s.covered[p] {
 			return nil
 		}
+		// A directory holding nothing a mount would not hide (/mnt,
+		// /srv, /maka with only its work mount point) is re-created, not
+		// bound: each bind is a round trip to libcontainer's parent.
+		if entries, err := os.ReadDir(src); err == nil && s.allHidden(p, entries) {
+			for _, e := range entries {
+				if err := s.entry(path(p, e.Name())); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 	default:
 		f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fi.Mode().Perm())
 		if err != nil {
@@ -414,6 +425,24 @@ func (s *scaffolder) entry(p string) error {
 	}
 	s.binds = append(s.binds, p)
 	return nil
+}
+
+// allHidden reports whether each of the entries of p is a directory a
+// mount covers, or an empty one.
+func (s *scaffolder) allHidden(p string, entries []os.DirEntry) bool {
+	for _, e := range entries {
+		q := path(p, e.Name())
+		if !e.IsDir() {
+			return false
+		}
+		if s.covered[q] {
+			continue
+		}
+		if sub, err := os.ReadDir(filepath.Join(s.root, q)); err != nil || len(sub) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *scaffolder) mkdir(p string, fi os.FileInfo) error {

@@ -16,7 +16,7 @@ import (
 func imageRoot(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	for _, d := range []string{"proc", "tmp", "etc", "var", "usr/bin"} {
+	for _, d := range []string{"proc", "tmp", "etc", "var/lib", "usr/bin", "mnt", "maka/work"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -40,14 +40,14 @@ func imageRoot(t *testing.T) string {
 
 func TestMissingMountpoints(t *testing.T) {
 	root := imageRoot(t)
-	missing, files, err := MissingMountpoints(root, []string{"/proc", "/tmp/", "/", "/run", "/maka/work", "/var/run/x", "/escape/hostname", "/run", "/.containerenv"}, nil,
+	missing, files, err := MissingMountpoints(root, []string{"/proc", "/tmp/", "/", "/run", "/maka/work/x", "/var/run/x", "/escape/hostname", "/run", "/.containerenv"}, nil,
 		[]bool{false, false, false, false, false, false, false, false, true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Resolved in the root as libcontainer resolves them: /var/run/x is
 	// /run/x, /escape/hostname is the root's /etc/hostname, never the host's.
-	want := []string{"etc/hostname", "maka/work", "run", "run/x"}
+	want := []string{"etc/hostname", "maka/work/x", "run", "run/x"}
 	if !slices.Equal(missing, want) || !slices.Equal(files, []string{".containerenv"}) {
 		t.Fatalf("missing = %v %v, want %v [.containerenv]", missing, files, want)
 	}
@@ -69,8 +69,8 @@ func TestBuildRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &Boundary{
-		Rootfs: Rootfs{Path: root, Readonly: true, Missing: []string{"etc/hostname", "maka/work", "run"}, MissingFiles: []string{"run/.containerenv"}},
-		Mounts: []specs.Mount{{Destination: "/proc", Type: "proc"}, {Destination: "/run", Type: "tmpfs"}},
+		Rootfs: Rootfs{Path: root, Readonly: true, Missing: []string{"etc/hostname", "run"}, MissingFiles: []string{"run/.containerenv"}},
+		Mounts: []specs.Mount{{Destination: "/proc", Type: "proc"}, {Destination: "/run", Type: "tmpfs"}, {Destination: "/maka/work", Type: "tmpfs"}},
 	}
 	if err := op.BuildRoot(b); err != nil {
 		t.Fatal(err)
@@ -87,13 +87,14 @@ func TestBuildRoot(t *testing.T) {
 		binds = append(binds, m.Destination)
 	}
 	// /etc is re-created entry by entry (its hostname is missing); /proc
-	// is covered by a mount, /run and /maka are made: none is bound.
-	want := []string{"/etc/passwd", "/tmp", "/usr", "/var"}
+	// is covered by a mount, /run is made, /mnt is empty, /maka holds only
+	// a covered mount point: none is bound.
+	want := []string{"/etc/passwd", "/usr", "/var"} // /tmp is empty: re-created
 	slices.Sort(binds)
 	if !slices.Equal(binds, want) {
 		t.Fatalf("binds %v, want %v", binds, want)
 	}
-	for p, mode := range map[string]os.FileMode{"tmp": os.ModeDir | os.ModeSticky | 0o777, "proc": os.ModeDir | 0o755, "maka/work": os.ModeDir | 0o755, "etc/hostname": os.ModeDir | 0o755, "etc/passwd": 0o644, "run": os.ModeDir | 0o755, "run/.containerenv": 0o644} {
+	for p, mode := range map[string]os.FileMode{"tmp": os.ModeDir | os.ModeSticky | 0o777, "proc": os.ModeDir | 0o755, "maka/work": os.ModeDir | 0o755, "etc/hostname": os.ModeDir | 0o755, "etc/passwd": 0o644, "run": os.ModeDir | 0o755, "run/.containerenv": 0o644, "mnt": os.ModeDir | 0o755} {
 		fi, err := os.Lstat(filepath.Join(dir, p))
 		if err != nil || fi.Mode() != mode {
 			t.Fatalf("%s: %v %v, want %v", p, fi.Mode(), err, mode)

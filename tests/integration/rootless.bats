@@ -46,7 +46,8 @@ teardown_file() {
 }
 
 # as_rl [--from CGROUP] MAKA_ARGS...: maka as rl, started in CGROUP (default
-# the delegated subtree's leaf), with the user's environment only.
+# the delegated subtree's leaf), with the user's environment only (and
+# $RL_ENV's NAME=VALUE words).
 # Its output goes through a file: a sandbox it starts inherits it, and would
 # hold bats' pipe open.
 as_rl() {
@@ -55,7 +56,7 @@ as_rl() {
   log=$(mktemp "${BATS_TEST_TMPDIR:-/tmp}/rl.XXXXXX")
   sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$from" \
     setpriv --reuid="$RL_UID" --regid="$RL_UID" --init-groups \
-    env -i PATH="$PATH" HOME=/home/rl XDG_RUNTIME_DIR=/run/user/$RL_UID "$MAKA_BINARY" "$@" \
+    env -i PATH="$PATH" HOME=/home/rl XDG_RUNTIME_DIR=/run/user/$RL_UID ${RL_ENV:-} "$MAKA_BINARY" "$@" \
     </dev/null >"$log" 2>&1 3>&- || rc=$?
   cat "$log"
   return $rc
@@ -115,6 +116,43 @@ wait_for_status_rl() {
     sleep 0.1
   done
   return 1
+}
+
+@test "rootless: mount points the root lacks come from the user's scaffold, the init's violations are recorded, a crashed create is recovered" {
+  local b=/home/rl/b3 rc=0
+  mkdir -p "$b"
+  jq '.process.args = ["sh", "-c", "unshare -U true || echo DENIED; test -d /nowhere/x && echo SCAFFOLD; sleep 300"]
+    | .mounts += [{destination: "/nowhere/x", type: "tmpfs", source: "tmpfs", options: ["size=1m"]}]' \
+    "$RL_BUNDLE/config.json" > "$b/config.json"
+  chown -R rl: "$b"
+  run as_rl boundary -b "$b"
+  [ "$status" -eq 0 ]
+  [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"mount points /nowhere/x (missing in the root: made by maka, outside it)"* ]]
+  run as_rl run -d -b "$b" r6
+  [ "$status" -eq 0 ]
+  local i
+  for i in $(seq 100); do
+    [ -n "$(as_rl violations r6 --format json 2>/dev/null | jq -r '.[0].syscall // empty')" ] && break
+    sleep 0.1
+  done
+  run as_rl violations r6 --format json
+  [ "$status" -eq 0 ]
+  [ "$(jq -r '.[0].syscall' <<<"$output")" = unshare ]
+  [ ! -e "$RL_BUNDLE/rootfs/nowhere" ]   # the user's root is not written either
+  [ -n "$(find /home/rl/.local/share/maka/roots -mindepth 2 -maxdepth 2 -name r6 -user rl)" ]
+  run as_rl delete -f r6
+  [ "$status" -eq 0 ]
+  [ -z "$(find /home/rl/.local/share/maka/roots -name r6)" ]
+  # A create killed after its record is published: the user's recover
+  # reaps it, leaving no cgroup, state, record or scaffold.
+  RL_ENV=MAKA_TEST_CRASH_AT=create:record-published as_rl create -b "$b" r7 || rc=$?
+  [ "$rc" -eq 137 ]
+  [ -n "$(find /home/rl/.local/share/maka -name r7.json)" ]
+  run as_rl recover
+  [ "$status" -eq 0 ]
+  [ -z "$(find /home/rl/.local/share/maka -name r7.json -o -name r7 -path '*roots*')" ]
+  [ ! -e "$DELEG/r7" ]
+  [ ! -e /run/user/$RL_UID/maka/r7 ]
 }
 
 @test "rootless: without delegation or user namespaces, maka refuses with one line per missing piece and leaves nothing" {
