@@ -131,11 +131,12 @@ wait_for_status_rl() {
   run as_rl run -d -b "$b" r6
   [ "$status" -eq 0 ]
   local i
-  for i in $(seq 100); do
-    [ -n "$(as_rl violations r6 --format json 2>/dev/null | jq -r '.[0].syscall // empty')" ] && break
-    sleep 0.1
+  for i in $(seq 20); do
+    run as_rl violations --format json r6
+    [[ "$output" == *unshare* ]] && break
+    sleep 1
   done
-  run as_rl violations r6 --format json
+  echo "$output"
   [ "$status" -eq 0 ]
   [ "$(jq -r '.[0].syscall' <<<"$output")" = unshare ]
   [ ! -e "$RL_BUNDLE/rootfs/nowhere" ]   # the user's root is not written either
