@@ -39,7 +39,7 @@ value for "bundle" is the current directory.`
 
 func main() {
 	app := newApp()
-	if err := app.Run(os.Args); err != nil {
+	if err := app.Run(reorderArgs(app, os.Args)); err != nil {
 		var st *exitCodeError
 		if errors.As(err, &st) {
 			if st.err == nil {

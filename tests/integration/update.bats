@@ -165,10 +165,21 @@ refused() {
   expect memory.max $((96 * MiB))
 }
 
-@test "update --pids-limit sets pids.max" {
+@test "update --pids-limit sets pids.max; flags after the id count as runc counts them" {
   run maka update --pids-limit 42 u1
   [ "$status" -eq 0 ]
   expect pids.max 42
+  # runc's CLI moves a command's flags written after its arguments to the
+  # front (runc's own update.bats writes `update test_update --cpuset-cpus 1`).
+  run maka update u1 --pids-limit 43
+  [ "$status" -eq 0 ]
+  expect pids.max 43
+  run maka events u1 --stats
+  [ "$status" -eq 0 ]
+  [ "$(jq -r .type <<<"$output")" = stats ]
+  run maka violations u1 --format json
+  [ "$status" -eq 0 ]
+  [ "$output" = "[]" ]
 }
 
 @test "update --cpu-quota and --cpu-period set cpu.max; one alone keeps the other" {
