@@ -14,7 +14,8 @@ var killCommand = &cli.Command{
 	ArgsUsage: "<container-id> [signal]",
 	Description: `The signal is a number (9), a name (SIGKILL) or a name without SIG (KILL,
 kill). A container whose process has exited gives "container not running"
-(with --all, as runc, that is not an error).
+(with --all, as runc, that is not an error). Signal 0 sends nothing: it checks
+that the container's init is alive (exit 0) or not (exit 1), as runc does.
 
 EXAMPLE:
        # maka kill box1 KILL`,
@@ -29,7 +30,11 @@ EXAMPLE:
 			return err
 		}
 		sig := unix.SIGTERM
-		if s := c.Args().Get(1); s != "" {
+		// Signal 0 checks that the init lives, as kill(2) and runc do:
+		// "container not running" (exit 1) when it does not.
+		if s := c.Args().Get(1); s == "0" {
+			sig = 0
+		} else if s != "" {
 			var err error
 			if sig, err = libmaka.ParseSignal(s); err != nil {
 				return err

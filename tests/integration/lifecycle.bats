@@ -169,7 +169,7 @@ gone() {
   [ -z "$output" ]
 }
 
-@test "start refuses a running and a stopped container; kill of a stopped one says 'container not running' unless --all" {
+@test "start refuses a running and a stopped container; kill of a stopped one says 'container not running' unless --all; kill 0 checks" {
   make_bundle "$BATS_TEST_TMPDIR/b" sh -c "$TERMABLE"
   run maka_io create -b "$BATS_TEST_TMPDIR/b" lc-start
   [ "$status" -eq 0 ]
@@ -180,10 +180,17 @@ gone() {
   [ "$status" -eq 1 ]
   [[ "$output" == *"running"* ]]
   [ "$(maka state lc-start | jq -r .status)" = running ]
+  # Signal 0: an existence check, as runc's (nothing is sent).
+  run maka kill lc-start 0
+  [ "$status" -eq 0 ]
+  [ "$(maka state lc-start | jq -r .status)" = running ]
 
   run maka kill lc-start
   [ "$status" -eq 0 ]
   wait_for_status lc-start stopped
+  run maka kill lc-start 0
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"container not running"* ]]
   run maka start lc-start
   [ "$status" -eq 1 ]
   [[ "$output" == *"stopped"* ]]
