@@ -101,6 +101,11 @@ func boundaryVerdict(c *cli.Context) (bool, error) {
 			return false, err
 		}
 	}
+	// The verdict is the policy's; a host that could not run it anyway is
+	// said on stderr (stdout stays the document).
+	if err := libmaka.HostUnfit(libmaka.CheckHostSupport(), b.Users.Namespace); err != nil {
+		fmt.Fprintf(os.Stderr, "warning: %v\n", err)
+	}
 	if format == "oci" {
 		if !verdict.Allowed {
 			return false, &specconv.RejectedError{Verdict: verdict}

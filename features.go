@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/opencontainers/runc/libcontainer/apparmor"
 	"github.com/opencontainers/runc/libcontainer/capabilities"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/seccomp"
@@ -10,6 +12,7 @@ import (
 	runcfeatures "github.com/opencontainers/runc/types/features"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/opencontainers/runtime-spec/specs-go/features"
+	"github.com/opencontainers/selinux/go-selinux"
 	"github.com/urfave/cli/v2"
 )
 
@@ -30,6 +33,18 @@ var featuresCommand = &cli.Command{
 		}
 		return printJSON(supportedFeatures())
 	},
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// hostHas reports whether the host check named name holds.
+func hostHas(name string) bool {
+	for _, h := range libmaka.CheckHostSupport() {
+		if h.Name == name {
+			return h.OK
+		}
+	}
+	return false
 }
 
 func supportedFeatures() *features.Features {
@@ -55,12 +70,14 @@ func supportedFeatures() *features.Features {
 				SystemdUser: &f,
 				Rdma:        &t,
 			},
-			Apparmor:        &features.Apparmor{Enabled: &t},
-			Selinux:         &features.Selinux{Enabled: &t},
-			IntelRdt:        &features.IntelRdt{Enabled: &t, Schemata: &t, Monitoring: &t},
-			MemoryPolicy:    &features.MemoryPolicy{Modes: rspecconv.KnownMemoryPolicyModes(), Flags: rspecconv.KnownMemoryPolicyFlags()},
-			MountExtensions: &features.MountExtensions{IDMap: &features.IDMap{Enabled: &t}},
-			NetDevices:      &features.NetDevices{Enabled: &t},
+			// Only what this build and host enforce: the labels where the
+			// host has the LSM; linux.intelRdt, linux.netDevices and
+			// linux.memoryPolicy are refused (docs/contract.md).
+			Apparmor:        &features.Apparmor{Enabled: ptr(apparmor.IsEnabled())},
+			Selinux:         &features.Selinux{Enabled: ptr(selinux.GetEnabled())},
+			IntelRdt:        &features.IntelRdt{Enabled: &f},
+			MountExtensions: &features.MountExtensions{IDMap: &features.IDMap{Enabled: ptr(hostHas("idmapped mounts"))}},
+			NetDevices:      &features.NetDevices{Enabled: &f},
 		},
 	}
 	if seccomp.Enabled {

@@ -84,6 +84,7 @@ func newApp() *cli.App {
 		Before: setupLogging,
 		Commands: []*cli.Command{
 			boundaryCommand,
+			checkCommand,
 			checkpointCommand,
 			createCommand,
 			deleteCommand,

@@ -106,7 +106,7 @@ func checkHostSupport(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := libmaka.CheckCgroupV2(); err != nil {
+	if err := libmaka.HostUnfit(libmaka.CheckHostSupport(), false); err != nil {
 		return err
 	}
 	if len(missing) > 0 {

@@ -21,6 +21,8 @@ var (
 	ErrWrongState = errors.New("invalid container state")
 	// ErrNoCgroup2: the host is not in cgroup v2 unified mode.
 	ErrNoCgroup2 = errors.New("cgroup v2 unified hierarchy required")
+	// ErrHostUnfit: the host lacks something maka needs (CheckHostSupport).
+	ErrHostUnfit = errors.New("maka cannot run sandboxes on this host")
 )
 
 // containerError wraps err with the container id in the shape clients parse:

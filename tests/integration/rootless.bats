@@ -156,13 +156,30 @@ wait_for_status_rl() {
   [ ! -e /run/user/$RL_UID/maka/r7 ]
 }
 
-@test "rootless: without delegation or user namespaces, maka refuses with one line per missing piece and leaves nothing" {
+@test "rootless: without delegation or user namespaces, maka refuses with one line per missing piece and leaves nothing; maka check says the same" {
   local old
   old=$(cat /proc/sys/user/max_user_namespaces)
   echo 0 > /proc/sys/user/max_user_namespaces
   mkdir -p /sys/fs/cgroup/not-delegated
   run as_rl --from /sys/fs/cgroup/not-delegated run -d -b "$RL_BUNDLE" r2
+  # As root too: maka check says so, boundary warns on stderr, create
+  # under restricted (which needs a user namespace) refuses with that line.
+  local chk bnd
+  chk=$(maka check; echo "rc=$?")
+  make_bundle "$BATS_TEST_TMPDIR/b" true
+  bnd=$(MAKA_POLICY= maka boundary -b "$BATS_TEST_TMPDIR/b" 2>&1 >/dev/null; echo "rc=$?")
+  local crt
+  crt=$(MAKA_POLICY= maka_io run -b "$BATS_TEST_TMPDIR/b" nouserns; echo "rc=$?")
   echo "$old" > /proc/sys/user/max_user_namespaces
+  echo "$chk"; echo "$bnd"; echo "$crt"
+  [[ "$chk" == *"missing  user namespaces: user.max_user_namespaces is 0"* ]] && [[ "$chk" == *"rc=1" ]]
+  [[ "$bnd" == "warning: maka cannot run sandboxes on this host (see maka check):"*"user namespaces: user.max_user_namespaces is 0"*"rc=0" ]]
+  [[ "$crt" == *"maka cannot run sandboxes on this host (see maka check):"*"user namespaces: user.max_user_namespaces is 0"*"rc=1" ]]
+  assert_nothing_left nouserns
+  # Restored: every line holds, exit 0.
+  run maka check
+  [ "$status" -eq 0 ]
+  [ "$(grep -c '^ok  ' <<<"$output")" -eq 7 ]
   [ "$status" -ne 0 ]
   [[ "$output" == *"rootless: maka cannot run sandboxes here as uid $RL_UID:"* ]]
   [[ "$output" == *"user namespaces: user.max_user_namespaces is 0"* ]]
