@@ -176,16 +176,16 @@ wait_for_status_rl() {
   [[ "$bnd" == "warning: maka cannot run sandboxes on this host (see maka check):"*"user namespaces: user.max_user_namespaces is 0"*"rc=0" ]]
   [[ "$crt" == *"maka cannot run sandboxes on this host (see maka check):"*"user namespaces: user.max_user_namespaces is 0"*"rc=1" ]]
   assert_nothing_left nouserns
-  # Restored: every line holds, exit 0.
-  run maka check
-  [ "$status" -eq 0 ]
-  [ "$(grep -c '^ok  ' <<<"$output")" -eq 7 ]
   [ "$status" -ne 0 ]
   [[ "$output" == *"rootless: maka cannot run sandboxes here as uid $RL_UID:"* ]]
   [[ "$output" == *"user namespaces: user.max_user_namespaces is 0"* ]]
   [[ "$output" == *"cgroup delegation: / is not delegated"* || "$output" == *"directly below the cgroup root"* ]]
   [ ! -e /run/user/$RL_UID/maka/r2 ]
   [ -z "$(find /sys/fs/cgroup -name r2 -type d)" ]
+  # Restored: every line holds, exit 0.
+  run maka check
+  [ "$status" -eq 0 ]
+  [ "$(grep -c '^ok  ' <<<"$output")" -eq 7 ]
 }
 
 @test "rootless: rl cannot place a sandbox outside its subtree nor touch root's sandboxes" {
