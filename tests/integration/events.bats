@@ -116,6 +116,22 @@ wait_lines() {
   EVENTS_PID=
 }
 
+@test "the event stream ends when its container is deleted (runc's events.bats: default interval, delete -f)" {
+  maka_io run -d --bundle "$BATS_FILE_TMPDIR/b" e2
+  start_events "$BATS_TEST_TMPDIR/ev" e2
+  wait_lines "$BATS_TEST_TMPDIR/ev" 1 30
+  run maka delete -f e2
+  [ "$status" -eq 0 ]
+  local deadline=$((SECONDS + 15))
+  while kill -0 "$EVENTS_PID" 2>/dev/null; do
+    [ "$SECONDS" -lt "$deadline" ] || { echo "events still running after its container was deleted"; cat "$BATS_TEST_TMPDIR/ev.err"; false; }
+    sleep 0.2
+  done
+  wait "$EVENTS_PID"
+  EVENTS_PID=
+  [[ "$(head -1 "$BATS_TEST_TMPDIR/ev")" == '{"type":"stats","id":"e2",'* ]]
+}
+
 @test "events on a stopped container fails with 'not running'" {
   wait_for_status e1 stopped
   run maka events --stats e1
