@@ -142,7 +142,7 @@ func execProcess(c *cli.Context) (int, error) {
 	defer io.close()
 	var fwd *signalForwarder
 	if !detach {
-		if fwd, err = newSignalForwarder(); err != nil {
+		if fwd, err = newSignalForwarder(true); err != nil {
 			return 1, err
 		}
 		defer fwd.stop()

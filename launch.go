@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -40,6 +41,9 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	id := c.Args().First()
 	if err := checkHostSupport(c); err != nil {
 		return 1, err
+	}
+	if mode == modeRun && detach && c.Bool("keep") {
+		return 1, errors.New("--keep: only a foreground run removes its container when it exits; a detached one is kept anyway (drop --keep or --detach)")
 	}
 	rt, err := runtimeOf(c)
 	if err != nil {
@@ -94,7 +98,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 
 	var fwd *signalForwarder
 	if !detach {
-		if fwd, err = newSignalForwarder(); err != nil {
+		if fwd, err = newSignalForwarder(!c.Bool("no-subreaper")); err != nil {
 			return 1, err
 		}
 		defer fwd.stop()
@@ -199,8 +203,30 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	// The monitor records the peak usage before the cgroup goes, and says
 	// whether it killed the sandbox.
 	werr := watch.finish()
-	destroyAttached(rt, ctr)
+	if c.Bool("keep") {
+		keepStopped(rt, ctr)
+	} else {
+		destroyAttached(rt, ctr)
+	}
 	return status, werr
+}
+
+// keepStopped leaves a foreground run's stopped container for `maka
+// delete` (run --keep, runc's): its record is no longer attached to this
+// process, so recover does not reap it when maka exits.
+func keepStopped(rt *libmaka.Runtime, ctr *libmaka.Container) {
+	op, err := rt.Begin(ctr.ID(), "run")
+	if err != nil {
+		logrus.Warn(err)
+		return
+	}
+	defer op.End()
+	if !op.OwnedBySelf() {
+		return
+	}
+	if err := op.Commit(libmaka.StageRunning, false); err != nil {
+		logrus.Warn(err)
+	}
 }
 
 // destroyAttached removes a foreground run's container once its process

@@ -16,9 +16,13 @@ type signalForwarder struct {
 	ch chan os.Signal
 }
 
-func newSignalForwarder() (*signalForwarder, error) {
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return nil, os.NewSyscallError("prctl(PR_SET_CHILD_SUBREAPER)", err)
+// subreaper false (run --no-subreaper, runc's) leaves the process's
+// orphans to the host's init.
+func newSignalForwarder(subreaper bool) (*signalForwarder, error) {
+	if subreaper {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			return nil, os.NewSyscallError("prctl(PR_SET_CHILD_SUBREAPER)", err)
+		}
 	}
 	f := &signalForwarder{ch: make(chan os.Signal, 128)}
 	signal.Notify(f.ch)

@@ -95,13 +95,29 @@ gone() {
   gone lc1 "$pid"
 }
 
-@test "run in the foreground returns the container's exit status" {
+@test "run in the foreground returns the container's exit status; --keep keeps it stopped, through recover, until delete" {
   make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'echo hello; exit 3'
   run maka run --bundle "$BATS_TEST_TMPDIR/b" lc2
   [ "$status" -eq 3 ]
   [ "$output" = hello ]
   run maka state lc2
   [ "$status" -eq 1 ]
+  gone lc2 ""
+  # runc's --keep (and --no-subreaper, accepted): the stopped container
+  # stays, its owner gone is no orphan to recover, delete removes it.
+  run maka run --keep --no-subreaper --bundle "$BATS_TEST_TMPDIR/b" lc2
+  [ "$status" -eq 3 ]
+  [ "$output" = hello ]
+  [ "$(maka state lc2 | jq -r .status)" = stopped ]
+  run maka recover
+  [ "$status" -eq 0 ]
+  [ "$(maka state lc2 | jq -r .status)" = stopped ]
+  run maka delete lc2
+  [ "$status" -eq 0 ]
+  gone lc2 ""
+  run maka run --keep -d --bundle "$BATS_TEST_TMPDIR/b" lc2
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"--keep: only a foreground run removes its container"* ]]
   gone lc2 ""
 }
 
