@@ -34,6 +34,14 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
+		// As runc: a --root given that does not exist is an error (a
+		// typo must not read as "no containers"); the default one is
+		// simply empty.
+		if c.IsSet("root") {
+			if _, err := os.Stat(c.String("root")); err != nil {
+				return fmt.Errorf("list: --root: %w", err)
+			}
+		}
 		rt, err := runtimeOf(c)
 		if err != nil {
 			return err

@@ -49,7 +49,7 @@ no_trace() {
   done
 }
 
-@test "features prints runtime-spec features JSON: OCI 1.3.0, cgroup v2 only, no systemd, seccomp, every namespace" {
+@test "features prints runtime-spec features JSON: OCI 1.3.0, cgroup v2 only, no systemd, seccomp, every namespace, only what maka enforces" {
   run --separate-stderr "$MAKA_BINARY" features
   [ "$status" -eq 0 ]
   jq -e '
@@ -60,7 +60,9 @@ no_trace() {
     and ((.linux.namespaces | sort) == ["cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts"])
     and (.hooks | index("poststart") != null)
     and (.linux.capabilities | index("CAP_SYS_ADMIN") != null)
-    and .annotations["org.opencontainers.runc.checkpoint.enabled"] == "false"' <<<"$output"
+    and .annotations["org.opencontainers.runc.checkpoint.enabled"] == "false"
+    and .linux.intelRdt.enabled == false and .linux.netDevices.enabled == false
+    and .linux.memoryPolicy == null and .linux.mountExtensions.idmap.enabled == true' <<<"$output"
 }
 
 @test "spec writes config.json in --bundle DIR, and in the current directory without --bundle" {
@@ -167,6 +169,12 @@ no_trace() {
   [ -d "$r1/cli-root" ]
   run "$MAKA_BINARY" --root "$r1" list -q
   [ "$output" = cli-root ]
+  # A --root that does not exist is an error for list (runc's list.bats);
+  # an empty one lists nothing.
+  run "$MAKA_BINARY" --root "$r2" list -q
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"--root: stat $r2: no such file or directory"* ]]
+  mkdir "$r2"
   run "$MAKA_BINARY" --root "$r2" list -q
   [ "$status" -eq 0 ]
   [ -z "$output" ]
