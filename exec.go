@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -54,6 +55,7 @@ EXAMPLE:
 		&cli.StringSliceFlag{Name: "c", Hidden: true, Value: cli.NewStringSlice(), Destination: execCaps},
 		&cli.IntFlag{Name: "preserve-fds", Usage: "pass N additional file descriptors to the process"},
 		&cli.BoolFlag{Name: "ignore-paused", Usage: "allow exec in a paused container"},
+		&cli.StringFlag{Name: "cgroup", Usage: "run the process in this existing sub-cgroup of the container's cgroup (a path relative to it)"},
 	},
 	SkipFlagParsing: false,
 	Action: func(c *cli.Context) error {
@@ -131,6 +133,12 @@ func execProcess(c *cli.Context) (int, error) {
 		return 1, err
 	}
 	process.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
+	if sub := c.String("cgroup"); sub != "" {
+		if sub, err = execSubCgroup(ctr.CgroupPath(), sub); err != nil {
+			return 1, err
+		}
+		process.SubCgroupPaths = map[string]string{"": sub}
+	}
 	if err := passFds(process, c.Int("preserve-fds")); err != nil {
 		return 1, err
 	}
@@ -285,4 +293,31 @@ func parseUser(s string) (uid, gid uint32, hasGid bool, err error) {
 		gid = uint32(m)
 	}
 	return uid, gid, hasGid, nil
+}
+
+// execSubCgroup checks exec --cgroup's path (runc's): a sub-cgroup of the
+// container's cgroup at dir, which must exist, written relative to it
+// ("/" and a leading slash mean the container's own). With cgroup v2 there
+// is one path; runc's CONTROLLER:PATH form names cgroup v1 controllers.
+func execSubCgroup(dir, sub string) (string, error) {
+	if strings.Contains(sub, ":") {
+		return "", fmt.Errorf("--cgroup %q: controller-specific paths are cgroup v1's; give one path below the container's cgroup", sub)
+	}
+	for _, part := range strings.Split(sub, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("--cgroup %q: must stay below the container's cgroup (no ..)", sub)
+		}
+	}
+	rel := strings.TrimLeft(filepath.Clean("/"+sub), "/")
+	if rel == "" {
+		return "", nil
+	}
+	if dir == "" {
+		return "", fmt.Errorf("--cgroup %q: the container's cgroup is not known", sub)
+	}
+	fi, err := os.Lstat(filepath.Join(dir, rel))
+	if err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("--cgroup %q: no such sub-cgroup of the container's cgroup", sub)
+	}
+	return rel, nil
 }

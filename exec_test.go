@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -29,4 +31,27 @@ func FuzzParseUser(f *testing.F) {
 			t.Fatalf("parseUser(%q) = %d:%d (%v) but %q parses to %d:%d (%v), %v", s, uid, gid, hasGid, again, u2, g2, h2, err)
 		}
 	})
+}
+
+func TestExecSubCgroup(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "a/b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{"a": "a", "/a/b/": "a/b", "/": "", "a/./b": "a/b"} {
+		if got, err := execSubCgroup(dir, in); err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, err, want)
+		}
+	}
+	for in, msg := range map[string]string{
+		"../x":        "must stay below",
+		"a/../../x":   "must stay below",
+		"nosuch":      "no such sub-cgroup",
+		"memory:/a":   "controller-specific",
+		"a/b/../../c": "must stay below",
+	} {
+		if _, err := execSubCgroup(dir, in); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: err %v, want %q", in, err, msg)
+		}
+	}
 }

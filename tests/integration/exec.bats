@@ -137,6 +137,25 @@ JSON
   [ "$status" -ne 0 ]
 }
 
+@test "exec --cgroup runs the process in an existing sub-cgroup of the container's (runc's), never outside it" {
+  local dir
+  dir=$(cgroup_dir_of ex)
+  mkdir "$dir/sub"
+  run maka exec --cgroup sub ex cat /proc/self/cgroup
+  [ "$status" -eq 0 ]
+  [ "$output" = "0::/sub" ]   # seen through the container's cgroup namespace
+  run maka exec --cgroup /sub ex cat /proc/self/cgroup
+  [ "$output" = "0::/sub" ]
+  run maka exec --cgroup ../.. ex true
+  [ "$status" -ne 0 ]
+  [[ "$output" == *'--cgroup "../..": must stay below the container'* ]]
+  run maka exec --cgroup nosuch ex true
+  [ "$status" -ne 0 ]
+  [[ "$output" == *'--cgroup "nosuch": no such sub-cgroup'* ]]
+  [ ! -e "$dir/nosuch" ]
+  rmdir "$dir/sub"
+}
+
 @test "exec --user UID:GID runs as that user and group; --user UID keeps the spec's gid" {
   run maka exec --user 1000:1000 ex sh -c 'id -u; id -g'
   [ "$status" -eq 0 ]
