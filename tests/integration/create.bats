@@ -63,6 +63,24 @@ nothing_left() {
   [ "$status" -eq 0 ]
   [ "$(cat pids/d.pid)" = "$(maka state cr-pid2 | jq -r .pid)" ]
   [ "$(ls -A pids | sort | tr '\n' ' ')" = "c.pid d.pid " ]
+
+  # runc's create.bats fd-leak test: the created init holds only what runc's
+  # holds (the caller's stdio, anonymous inodes, sockets, pipes, the exec
+  # fifo, a procfs handle), and maka's binary sealed against CVE-2019-5736
+  # (an overlayfs file "/maka", as runc's "/runc"): nothing of maka's state,
+  # store, root or scaffold.
+  local link target fd bad=
+  for link in /proc/"$pid"/fd/*; do
+    target=$(readlink "$link") || continue
+    fd=$(basename "$link")
+    echo "fd $fd -> $target"
+    [ "$fd" -le 2 ] && continue
+    if [ "$target" = /maka ] && [ -f "$link" ] && cmp -s "$link" "$MAKA_BINARY"; then
+      continue
+    fi
+    grep -Eqx 'anon_inode:\[.+\]|/(proc)?|socket:\[[0-9]+\]|pipe:\[[0-9]+\]|.*/exec\.fifo|(/proc)?/1/task/1/fd|/memfd:runc_cloned:/proc/self/exe \(deleted\)' <<<"$target" || bad+=" $target"
+  done
+  [ -z "$bad" ] || { echo "leaked:$bad"; false; }
 }
 
 @test "create --pid-file in a missing directory fails and leaves nothing" {
