@@ -12,7 +12,7 @@ COMMIT := $(shell git -C $(CURDIR) rev-parse --verify -q HEAD 2>/dev/null || ech
 # -s -w: no symbol table or DWARF (panics still print file:line); the
 # binary shrinks by a third.  urfave_cli_no_docs drops urfave/cli's man-page
 # generator and its markdown parser, whose package initialisers ran in every
-# maka process, `maka init` included (docs/performance.md).
+# maka process, `maka init` included (docs/dev/performance.md).
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.gitCommit=$(COMMIT)
 BUILDTAGS ?= seccomp urfave_cli_no_docs
 STATIC_BUILDTAGS ?= seccomp urfave_cli_no_docs netgo osusergo static_build
@@ -48,7 +48,7 @@ all: build
 
 # maka carries the small per-container monitor (cmd/maka-monitor, static,
 # no cgo) and runs it for detached containers: its peak RSS is a fifth of a
-# monitor started from maka's own binary (docs/performance.md).  A plain
+# monitor started from maka's own binary (docs/dev/performance.md).  A plain
 # `go build .` (no monitor_embed tag) runs `maka monitor` instead.
 MONITOR := $(CURDIR)/build/maka-monitor
 
@@ -112,7 +112,7 @@ demo: build fixtures
 
 # maka vs runc vs crun, one guest boot (never part of `make test`).  Rounds:
 # BENCH_ROUNDS (30); table on stdout, figures in build/bench.json.
-# See docs/performance.md.
+# See docs/dev/performance.md.
 bench: build fixtures
 	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES) MAKA_RUNC=$$(command -v runc || true) \
 		MAKA_CRUN=$$(command -v crun || true) BENCH_OUT=$(CURDIR)/build \

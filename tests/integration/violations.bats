@@ -59,7 +59,7 @@ violations() {
 
 # within_a_second WHAT MS: MS, the time the monitor measured from a
 # violation's arrival to the killed sandbox's empty cgroup, was recorded and
-# is at most KILL_BOUND_MS. Printed (fd 3) for docs/status.md.
+# is at most KILL_BOUND_MS. Printed (fd 3) for docs/dev/status.md.
 #
 # The bound: typically 13–191 ms here, but a host that stalls the emulated
 # guest (seen: a 2 s write to cgroup.kill at host load 4.8) can stretch any
