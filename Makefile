@@ -8,7 +8,9 @@ export CGO_ENABLED := 1
 GO ?= go
 BATS ?= bats
 VERSION := $(shell cat $(CURDIR)/VERSION 2>/dev/null || echo unknown)
-COMMIT := $(shell git -C $(CURDIR) rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
+# The commit: git's, or in a source archive the COMMIT file git archive
+# filled in (export-subst); maka falls back on the same at run time.
+COMMIT := $(shell git -C $(CURDIR) rev-parse --verify -q HEAD 2>/dev/null || grep -xE '[0-9a-f]{40}' $(CURDIR)/COMMIT 2>/dev/null || echo unknown)
 # -s -w: no symbol table or DWARF (panics still print file:line); the
 # binary shrinks by a third.  urfave_cli_no_docs drops urfave/cli's man-page
 # generator and its markdown parser, whose package initialisers ran in every

@@ -56,7 +56,7 @@ func supportedFeatures() *features.Features {
 		MountOptions:  rspecconv.KnownMountOptions(),
 		Annotations: map[string]string{
 			annotationVersion: version,
-			annotationCommit:  gitCommit,
+			annotationCommit:  commitOf(),
 			// Clients that know runc's key learn that checkpoint is absent.
 			runcfeatures.AnnotationRuncCheckpointEnabled: "false",
 		},

@@ -52,10 +52,7 @@ func main() {
 }
 
 func versionText() string {
-	commit := gitCommit
-	if commit == "" {
-		commit = "unknown"
-	}
+	commit := commitOf()
 	return fmt.Sprintf("%s\ncommit: %s\nspec: %s", version, commit, specs.Version)
 }
 
