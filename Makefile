@@ -44,7 +44,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: all build maka monitor static fixtures crictl capture-specs unit fuzz integration soak test demo bench deps deps-packages lint clean
+.PHONY: all build maka monitor static install dist fixtures crictl capture-specs unit fuzz integration soak test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -66,6 +66,36 @@ monitor:
 static: monitor
 	$(GO) build -tags "$(STATIC_BUILDTAGS) monitor_embed" -trimpath \
 		-ldflags "$(LDFLAGS) -extldflags -static" -o maka.static .
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the man pages
+# (generated from the CLI), bash and zsh completion, an example policy
+# (/etc/maka/policy.json only where there is none: it says what the built-in
+# default does).
+PREFIX ?= /usr/local
+install: build
+	install -D -m 755 maka $(DESTDIR)$(PREFIX)/bin/maka
+	rm -rf build/man && ./maka man build/man
+	install -d $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 644 build/man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	./maka completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/maka
+	./maka completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_maka
+	install -D -m 644 scripts/policy.example.json $(DESTDIR)$(PREFIX)/share/maka/policy.example.json
+	[ -e $(DESTDIR)/etc/maka/policy.json ] || install -D -m 644 scripts/policy.example.json $(DESTDIR)/etc/maka/policy.json
+
+# make dist: a static binary with its man pages, completion and docs in
+# build/maka-VERSION-linux-ARCH.tar.gz, and SHA-256 sums of both.
+DIST_NAME := maka-$(VERSION)-linux-$(shell $(GO) env GOARCH)
+dist: static
+	rm -rf build/dist && mkdir -p build/dist/$(DIST_NAME)
+	cp maka.static build/dist/$(DIST_NAME)/maka
+	cd build/dist/$(DIST_NAME) && ./maka man man && mkdir completion && \
+		./maka completion bash > completion/maka.bash && ./maka completion zsh > completion/_maka
+	cp -r README.md docs scripts/policy.example.json build/dist/$(DIST_NAME)/
+	tar -C build/dist --owner=0 --group=0 --sort=name -czf build/$(DIST_NAME).tar.gz $(DIST_NAME)
+	cd build && sha256sum $(DIST_NAME).tar.gz > $(DIST_NAME).tar.gz.sha256 && \
+		sha256sum dist/$(DIST_NAME)/maka | sed 's| dist/$(DIST_NAME)/| |' > $(DIST_NAME).maka.sha256
+	@echo "dist: build/$(DIST_NAME).tar.gz"; cat build/$(DIST_NAME).tar.gz.sha256
 
 fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape
 

@@ -82,6 +82,8 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			boundaryCommand,
 			checkCommand,
+			completionCommand,
+			manCommand,
 			checkpointCommand,
 			createCommand,
 			deleteCommand,
