@@ -103,7 +103,7 @@ func boundaryVerdict(c *cli.Context) (bool, error) {
 	}
 	// The verdict is the policy's; a host that could not run it anyway is
 	// said on stderr (stdout stays the document).
-	if err := libmaka.HostUnfit(libmaka.CheckHostSupport(), b.Users.Namespace); err != nil {
+	if err := libmaka.HostUnfit(hostChecks(), b.Users.Namespace); err != nil {
 		fmt.Fprintf(os.Stderr, "warning: %v\n", err)
 	}
 	if format == "oci" {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/maka-runtime/maka/libmaka"
 	"github.com/urfave/cli/v2"
 )
 
@@ -25,11 +24,11 @@ EXAMPLE:
 		if err := checkArgs(c, 0, exactArgs); err != nil {
 			return err
 		}
-		format := c.String("format")
-		if format != "table" && format != "json" {
-			return fmt.Errorf("--format: unknown format %q (want table or json)", format)
+		format, err := outputFormat(c)
+		if err != nil {
+			return err
 		}
-		checks := libmaka.CheckHostSupport()
+		checks := hostChecks()
 		ok := true
 		for _, h := range checks {
 			ok = ok && h.OK

@@ -46,7 +46,7 @@ func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boun
 	}
 	// A sandbox with a user namespace on a host without them: the same
 	// line as maka check's (the other pieces were checked before).
-	if err := libmaka.HostUnfit(libmaka.CheckHostSupport(), b.Users.Namespace); err != nil {
+	if err := libmaka.HostUnfit(hostChecks(), b.Users.Namespace); err != nil {
 		return nil, nil, err
 	}
 	return b, policy, nil

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/runc/libcontainer/apparmor"
 	"github.com/opencontainers/runc/libcontainer/capabilities"
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -39,7 +38,7 @@ func ptr[T any](v T) *T { return &v }
 
 // hostHas reports whether the host check named name holds.
 func hostHas(name string) bool {
-	for _, h := range libmaka.CheckHostSupport() {
+	for _, h := range hostChecks() {
 		if h.Name == name {
 			return h.OK
 		}

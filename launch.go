@@ -203,18 +203,17 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	// The monitor records the peak usage before the cgroup goes, and says
 	// whether it killed the sandbox.
 	werr := watch.finish()
-	if c.Bool("keep") {
-		keepStopped(rt, ctr)
-	} else {
-		destroyAttached(rt, ctr)
-	}
+	endForeground(rt, ctr, c.Bool("keep"))
 	return status, werr
 }
 
-// keepStopped leaves a foreground run's stopped container for `maka
-// delete` (run --keep, runc's): its record is no longer attached to this
-// process, so recover does not reap it when maka exits.
-func keepStopped(rt *libmaka.Runtime, ctr *libmaka.Container) {
+// endForeground ends a foreground run once its process has exited, under
+// the id's lock, unless the container was replaced meanwhile (deleted and
+// created again by another command): it removes the container or, with
+// keep (run --keep, runc's), leaves it stopped for `maka delete`, its
+// record no longer attached to this process so that recover does not reap
+// it when maka exits.
+func endForeground(rt *libmaka.Runtime, ctr *libmaka.Container, keep bool) {
 	op, err := rt.Begin(ctr.ID(), "run")
 	if err != nil {
 		logrus.Warn(err)
@@ -224,26 +223,13 @@ func keepStopped(rt *libmaka.Runtime, ctr *libmaka.Container) {
 	if !op.OwnedBySelf() {
 		return
 	}
-	if err := op.Commit(libmaka.StageRunning, false); err != nil {
-		logrus.Warn(err)
+	if keep {
+		err = op.Commit(libmaka.StageRunning, false)
+	} else {
+		destroy(ctr)
+		err = op.Drop()
 	}
-}
-
-// destroyAttached removes a foreground run's container once its process
-// has exited, under the id's lock, unless the container was replaced
-// meanwhile (deleted and created again by another command).
-func destroyAttached(rt *libmaka.Runtime, ctr *libmaka.Container) {
-	op, err := rt.Begin(ctr.ID(), "run")
 	if err != nil {
-		logrus.Warn(err)
-		return
-	}
-	defer op.End()
-	if !op.OwnedBySelf() {
-		return // deleted by another command (and maybe created again)
-	}
-	destroy(ctr)
-	if err := op.Drop(); err != nil {
 		logrus.Warn(err)
 	}
 }

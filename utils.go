@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/urfave/cli/v2"
@@ -95,6 +96,11 @@ func absPath(p string) (string, error) {
 	return filepath.Abs(p)
 }
 
+// hostChecks probes the host once per process: create needs them twice
+// (before anything, and for the user-namespace line once the boundary is
+// known), boundary and features once.
+var hostChecks = sync.OnceValue(libmaka.CheckHostSupport)
+
 // checkHostSupport refuses the global modes maka does not implement, and a
 // host that lacks what maka needs, at the point where they would matter
 // (creating a container): one line per missing piece.
@@ -106,7 +112,7 @@ func checkHostSupport(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := libmaka.HostUnfit(libmaka.CheckHostSupport(), false); err != nil {
+	if err := libmaka.HostUnfit(hostChecks(), false); err != nil {
 		return err
 	}
 	if len(missing) > 0 {
