@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -93,11 +94,11 @@ func boundaryVerdict(c *cli.Context) (bool, error) {
 			return false, err
 		}
 		var rejected *specconv.RejectedError
-		if err := checkHost(c, b, eff, dir); errors.As(err, &rejected) {
+		if err := specconv.CheckHost(b, eff, dir, sandbox.NeverPaths(c.String("root"), c.String("state-dir"))); errors.As(err, &rejected) {
 			verdict = rejected.Verdict
 		} else if err != nil {
 			return false, err
-		} else if err := planRoot(b, eff); err != nil {
+		} else if err := sandbox.PlanRoot(b, eff); err != nil {
 			return false, err
 		}
 	}

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/monitor"
+	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/urfave/cli/v2"
 )
-
-// killTimeout bounds how long delete waits for a killed init to go.
-const killTimeout = 10 * time.Second
 
 var deleteCommand = &cli.Command{
 	Name:      "delete",
@@ -70,11 +68,11 @@ EXAMPLE:
 		}
 		libmaka.CrashPoint("delete:record-published")
 		if status != libmaka.Stopped {
-			if err := ctr.Kill(killTimeout); err != nil {
+			if err := ctr.Kill(sandbox.KillTimeout); err != nil {
 				return err
 			}
 		}
-		stopMonitor(ctr.StateDir())
+		monitor.Stop(ctr.StateDir())
 		libmaka.CrashPoint("delete:mid-delete")
 		if err := ctr.Destroy(); err != nil {
 			// A failing poststop hook runs after the cgroup and the

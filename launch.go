@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -75,15 +76,19 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		return 1, fmt.Errorf("bundle %s: %w", bundle, err)
 	}
 	// From here on only the boundary is read, never config.json.
-	boundary, policy, err := compileContract(c, id, spec)
+	policy, err := loadPolicy(c)
 	if err != nil {
 		return 1, err
 	}
-	process, err := specconv.NewProcess(specconv.ProcessOf(boundary), true)
+	boundary, policy, err := sandbox.Compile(spec, policy, id, bundle,
+		sandbox.NeverPaths(c.String("root"), c.String("state-dir")), hostChecks())
 	if err != nil {
 		return 1, err
 	}
-	process.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
+	process, err := sandbox.InitProcess(boundary)
+	if err != nil {
+		return 1, err
+	}
 	if err := passListenFds(process); err != nil {
 		return 1, err
 	}
@@ -103,107 +108,34 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		}
 		defer fwd.stop()
 	}
-
-	// The id's lock is held until the container is created (and for run,
-	// started); if this command fails before op.Commit, op.End removes
-	// what it made.
-	op, err := rt.Begin(id, c.Command.Name)
-	if err != nil {
-		return 1, err
-	}
-	defer op.End()
-	conv, err := enforce(op, boundary, specconv.Options{
-		ID:           id,
-		NoPivotRoot:  c.Bool("no-pivot"),
-		NoNewKeyring: c.Bool("no-new-keyring"),
-		Rootless:     policy.Rootless != nil,
+	s, err := sandbox.Run(rt, sandbox.Launch{
+		ID:       id,
+		Bundle:   bundle,
+		Boundary: boundary,
+		Policy:   policy,
+		Options:  libmaka.LaunchOptions{NoPivot: c.Bool("no-pivot"), NoNewKeyring: c.Bool("no-new-keyring")},
+		Command:  c.Command.Name,
+		Start:    mode == modeRun,
+		// A foreground run is attached: the container dies with it, and
+		// `maka recover` reaps it if this process dies first.
+		Attached: !detach,
+		Monitors: monitorExecutables(rt.Root),
+		Process:  process,
+		Started:  io.afterStart,
+		PidFile:  pidFile,
 	})
 	if err != nil {
 		return 1, err
 	}
-	watchListenerPath(rt, id, conv.Config)
-	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
-		Poststart: conv.Poststart,
-		Process:   specconv.ProcessOf(boundary),
-		Boundary:  boundary,
-		Policy:    policy,
-	}, bundle, libmaka.LaunchOptions{NoPivot: c.Bool("no-pivot"), NoNewKeyring: c.Bool("no-new-keyring")})
-	if err != nil {
-		return 1, err
-	}
-	// The monitor listens before the init starts: libcontainer hands it
-	// the seccomp notification fd during Start.
-	watch, err := startWatch(rt, ctr, policy, boundary, detach)
-	if err != nil {
-		destroy(ctr)
-		return 1, err
-	}
-	if err := startInit(ctr, process, mode); err != nil {
-		watch.abort()
-		destroy(ctr)
-		return 1, err
-	}
-	if mode == modeCreate {
-		libmaka.CrashPoint("create:init-spawned")
-	}
-	if err := io.afterStart(); err != nil {
-		watch.abort()
-		destroy(ctr)
-		return 1, err
-	}
-	pid, err := process.Pid()
-	if err != nil {
-		watch.abort()
-		destroy(ctr)
-		return 1, err
-	}
-	if err := watch.attach(ctr, pid); err != nil {
-		watch.abort()
-		destroy(ctr)
-		return 1, err
-	}
-	if mode == modeRun {
-		// Only now, the monitor holding the init's tmpfs mounts, may the
-		// user's process run (and end).
-		if err := ctr.Exec(); err != nil {
-			watch.abort()
-			destroy(ctr)
-			return 1, fmt.Errorf("run %s: %w", id, err)
-		}
-		libmaka.CrashPoint("run:init-spawned")
-	}
-	if pidFile != "" {
-		if err := libmaka.WritePidFile(pidFile, pid); err != nil {
-			watch.abort()
-			destroy(ctr)
-			return 1, err
-		}
-	}
-	stage := libmaka.StageCreated
-	if mode == modeRun {
-		stage = libmaka.StageRunning
-	}
-	// A foreground run is attached: the container dies with it, and
-	// `maka recover` reaps it if this process dies first.
-	if err := op.Commit(stage, !detach); err != nil {
-		watch.abort()
-		destroy(ctr)
-		return 1, err
-	}
-	op.End()
-	if mode == modeRun {
-		// After the lock is released: a hook may call maka on the id.
-		runPoststart(ctr)
-	}
 	if detach {
 		return 0, nil
 	}
-	status := fwd.forward(pid, io)
+	status := fwd.forward(s.Pid, io)
 	io.close()
 	// The monitor records the peak usage before the cgroup goes, and says
 	// whether it killed the sandbox.
-	werr := watch.finish()
-	endForeground(rt, ctr, c.Bool("keep"))
+	werr := s.Finish()
+	endForeground(rt, s.Container, c.Bool("keep"))
 	return status, werr
 }
 
@@ -226,53 +158,10 @@ func endForeground(rt *libmaka.Runtime, ctr *libmaka.Container, keep bool) {
 	if keep {
 		err = op.Commit(libmaka.StageRunning, false)
 	} else {
-		destroy(ctr)
+		sandbox.Destroy(ctr)
 		err = op.Drop()
 	}
 	if err != nil {
-		logrus.Warn(err)
-	}
-}
-
-// startInit starts the init, which sets up the container and waits to
-// exec the user's process: run lets it go on (Exec) once the monitor is
-// attached.
-func startInit(ctr *libmaka.Container, p *libcontainer.Process, mode launchMode) error {
-	op := "create"
-	if mode == modeRun {
-		op = "run"
-	}
-	if err := ctr.Start(p); err != nil {
-		return fmt.Errorf("%s %s: %w", op, ctr.ID(), err)
-	}
-	return nil
-}
-
-// runPoststart runs the poststart hooks once the user process has started.
-// The runtime spec says a failing poststart hook is logged and ignored.
-func runPoststart(ctr *libmaka.Container) {
-	if len(ctr.Record.Poststart) == 0 {
-		return
-	}
-	st, err := ctr.OCIState()
-	if err != nil {
-		logrus.Warnf("container %s: poststart hooks: %v", ctr.ID(), err)
-		return
-	}
-	// "the remaining hooks and lifecycle continue as if the hook had
-	// succeeded": one failure does not skip the hooks after it.
-	for _, err := range libmaka.RunHooksAll("poststart", ctr.Record.Poststart, st) {
-		logrus.Warnf("container %s: %v", ctr.ID(), err)
-	}
-}
-
-// destroy kills and removes a container on a failed launch or after a
-// foreground run; errors are only logged, the caller has a better one.
-func destroy(ctr *libmaka.Container) {
-	if err := ctr.Kill(killTimeout); err != nil {
-		logrus.Warn(err)
-	}
-	if err := ctr.Destroy(); err != nil {
 		logrus.Warn(err)
 	}
 }

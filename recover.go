@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/maka-runtime/maka/specconv"
-	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 )
 
@@ -50,12 +50,18 @@ EXAMPLE:
 			return err
 		}
 		var relaunch libmaka.Relauncher
+		var poststart []*libmaka.Container
 		if c.Bool("relaunch") {
 			relaunch = func(op *libmaka.Op, rec *libmaka.ContainerRecord) (libmaka.Status, error) {
-				return relaunchSandbox(rt, op, rec)
+				return relaunchSandbox(rt, op, rec, &poststart)
 			}
 		}
 		results, err := rt.Recover(relaunch)
+		// The relaunched sandboxes' poststart hooks, once no lock is held
+		// (a hook may call maka on the id), as after start.
+		for _, ctr := range poststart {
+			sandbox.Poststart(ctr)
+		}
 		if err != nil {
 			return fmt.Errorf("recover: %w", err)
 		}
@@ -94,11 +100,18 @@ func printRecoveryTable(results []libmaka.RecoveryResult) error {
 }
 
 // relaunchSandbox creates the sandbox of rec again under op: the boundary
-// it was created with (never config.json, which may have changed), the
-// launch options it had, a fresh instance. A sandbox that had been started
-// is started again. Its stdio is /dev/null.
-func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.ContainerRecord) (libmaka.Status, error) {
+// it was created with (never config.json, which may have changed), checked
+// again on the host, the launch options it had, a fresh instance, on the
+// launch path create and run use. A sandbox that had been started is
+// started again; its poststart hooks are appended to poststart, to run once
+// the id's lock is released. Its stdio is /dev/null.
+func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.ContainerRecord, poststart *[]*libmaka.Container) (libmaka.Status, error) {
 	b := rec.Boundary
+	if rec.Attached {
+		// Its caller (a foreground run) is gone: nobody would wait for
+		// it, forward its signals or delete it.
+		return "", errors.New("it was a foreground run whose maka is gone: nobody would wait for it or remove it")
+	}
 	if b.Process.Terminal {
 		return "", errors.New("its process needs a terminal: a relaunch has no console socket to hand it to")
 	}
@@ -115,23 +128,13 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 	if err != nil {
 		return "", err
 	}
-	if err := specconv.CheckHost(b, rec.Policy, rec.Bundle, neverPaths(rt.Root, rt.StateDir)); err != nil {
+	if err := specconv.CheckHost(b, rec.Policy, rec.Bundle, sandbox.NeverPaths(rt.Root, rt.StateDir)); err != nil {
 		return "", err
 	}
-	conv, err := enforce(op, b, specconv.Options{
-		ID:           rec.ID,
-		NoPivotRoot:  rec.Options.NoPivot,
-		NoNewKeyring: rec.Options.NoNewKeyring,
-		Rootless:     rec.Policy.Rootless != nil,
-	})
+	process, err := sandbox.InitProcess(b)
 	if err != nil {
 		return "", err
 	}
-	process, err := specconv.NewProcess(specconv.ProcessOf(b), true)
-	if err != nil {
-		return "", err
-	}
-	process.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
 	// Not recover's own stdio: whoever reads recover's output would wait
 	// for the relaunched sandbox to end.
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
@@ -140,56 +143,27 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 	}
 	defer null.Close()
 	process.Stdin, process.Stdout, process.Stderr = null, null, null
-	// The same boundary means the same watch: maka's seccomp profile hands
-	// the watched syscalls to a monitor, which must listen before the init.
-	watchListenerPath(rt, rec.ID, conv.Config)
-	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
-		Poststart: conv.Poststart,
-		Process:   specconv.ProcessOf(b),
-		Boundary:  b,
-		Policy:    rec.Policy,
-	}, rec.Bundle, rec.Options)
+	start := rec.Stage == libmaka.StageRunning
+	s, err := sandbox.Run(rt, sandbox.Launch{
+		ID:       rec.ID,
+		Bundle:   rec.Bundle,
+		Boundary: b,
+		Policy:   rec.Policy,
+		Options:  rec.Options,
+		Command:  "recover",
+		Start:    start,
+		Monitors: monitorExecutables(rt.Root),
+		Process:  process,
+		Op:       op,
+	})
 	if err != nil {
 		return "", err
 	}
-	mode, status, stage := modeCreate, libmaka.Created, libmaka.StageCreated
-	if rec.Stage == libmaka.StageRunning {
-		mode, status, stage = modeRun, libmaka.Running, libmaka.StageRunning
+	if !start {
+		return libmaka.Created, nil
 	}
-	watch, err := startWatch(rt, ctr, rec.Policy, b, true)
-	if err != nil {
-		destroy(ctr)
-		return "", err
-	}
-	if err := startInit(ctr, process, mode); err != nil {
-		watch.abort()
-		destroy(ctr)
-		return "", err
-	}
-	pid, err := process.Pid()
-	if err == nil {
-		err = watch.attach(ctr, pid)
-	}
-	if err == nil && mode == modeRun {
-		// As in launch: the process runs once the monitor is attached.
-		if err = ctr.Exec(); err != nil {
-			err = fmt.Errorf("relaunch %s: %w", rec.ID, err)
-		}
-	}
-	if err != nil {
-		watch.abort()
-		destroy(ctr)
-		return "", err
-	}
-	if mode == modeRun {
-		runPoststart(ctr)
-	}
-	if err := op.Commit(stage, false); err != nil {
-		watch.abort()
-		destroy(ctr)
-		return "", err
-	}
-	return status, nil
+	*poststart = append(*poststart, s.Container)
+	return libmaka.Running, nil
 }
 
 // checkHostSupportRelaunch is checkHostSupport without the CLI flags: a

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/urfave/cli/v2"
 )
 
@@ -48,7 +49,7 @@ EXAMPLE:
 			return err
 		}
 		op.End()
-		runPoststart(ctr)
+		sandbox.Poststart(ctr)
 		return nil
 	},
 }

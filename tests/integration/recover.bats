@@ -146,7 +146,7 @@ crash_create_and_recover() { # STAGE STATUS_AFTER_CRASH
   assert_recovered rc-del3
 }
 
-@test "a foreground run whose maka is killed leaves nothing after recover" {
+@test "a foreground run whose maka is killed leaves nothing after recover, and is not relaunched" {
   ("$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" run --bundle "$B" rc-fg \
      </dev/null >/dev/null 2>&1 3>&-) &
   local runner=$!
@@ -157,7 +157,13 @@ crash_create_and_recover() { # STAGE STATUS_AFTER_CRASH
   kill -9 "$maka_pid"
   wait "$runner" || true
   listed_as rc-fg running
-  recover_reports rc-fg recovered
+  # --relaunch: a foreground run's caller is gone, so a relaunched copy
+  # would be a detached sandbox nobody waits for or removes.
+  run maka recover --relaunch --format json
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(jq -r '.[] | select(.id == "rc-fg") | .result + " " + (.relaunched // "-")' <<<"$output")" = "recovered -" ]
+  [[ "$(jq -r '.[] | select(.id == "rc-fg") | .relaunchError' <<<"$output")" == *"foreground run"* ]]
   assert_recovered rc-fg
 }
 

@@ -1,4 +1,4 @@
-package main
+package sandbox
 
 import (
 	"fmt"
@@ -10,19 +10,15 @@ import (
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
-	"github.com/urfave/cli/v2"
 )
 
-// compileContract turns config.json into the boundary contract, checked
-// against the policy. It touches nothing on the host but reads of the root
-// filesystem: a rejected bundle leaves nothing behind. The bundle must be
-// the cwd. enforce then gives the boundary its ids and derives the
-// libcontainer configuration from it.
-func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boundary, *libmaka.Policy, error) {
-	policy, err := loadPolicy(c)
-	if err != nil {
-		return nil, nil, err
-	}
+// Compile turns config.json (spec, from the bundle dir) into the boundary
+// contract of container id, checked against policy, and returns it with
+// the effective policy (the one exec is held to). It touches nothing on the
+// host but reads of the root filesystem: a rejected bundle leaves nothing
+// behind. never are maka's own state directories (NeverPaths), which no
+// sandbox may see; checks are the host's (libmaka.CheckHostSupport).
+func Compile(spec *specs.Spec, policy *libmaka.Policy, id, dir string, never []string, checks []libmaka.HostCheck) (*libmaka.Boundary, *libmaka.Policy, error) {
 	b, err := specconv.ToBoundary(spec, policy)
 	if err != nil {
 		return nil, nil, err
@@ -31,28 +27,24 @@ func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boun
 	if policy, err = specconv.EffectivePolicy(spec, policy); err != nil {
 		return nil, nil, err
 	}
-	bundle, err := os.Getwd()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := checkHost(c, b, policy, bundle); err != nil {
+	if err := specconv.CheckHost(b, policy, dir, never); err != nil {
 		return nil, nil, err
 	}
 	if err := specconv.Place(b, policy, id); err != nil {
 		return nil, nil, err
 	}
-	if err := planRoot(b, policy); err != nil {
+	if err := PlanRoot(b, policy); err != nil {
 		return nil, nil, err
 	}
 	// A sandbox with a user namespace on a host without them: the same
-	// line as maka check's (the other pieces were checked before).
-	if err := libmaka.HostUnfit(hostChecks(), b.Users.Namespace); err != nil {
+	// line as maka check's.
+	if err := libmaka.HostUnfit(checks, b.Users.Namespace); err != nil {
 		return nil, nil, err
 	}
 	return b, policy, nil
 }
 
-// planRoot decides how the read-only root is shown to the sandbox: the
+// PlanRoot decides how the read-only root is shown to the sandbox: the
 // mount points it lacks (maka provides them in a scaffold, so standard
 // images run as they are and the root is never written), and whether it is
 // idmapped (with a user namespace, where the kernel and the root's
@@ -60,7 +52,7 @@ func compileContract(c *cli.Context, id string, spec *specs.Spec) (*libmaka.Boun
 // root's). A writable root (allowed by the policy, e.g. the per-container
 // overlay Podman and containerd hand over) is the container's own to
 // write: libcontainer creates missing mount points in it, as runc does.
-func planRoot(b *libmaka.Boundary, policy *libmaka.Policy) error {
+func PlanRoot(b *libmaka.Boundary, policy *libmaka.Policy) error {
 	if !b.Rootfs.Readonly {
 		return nil
 	}
@@ -76,29 +68,8 @@ func planRoot(b *libmaka.Boundary, policy *libmaka.Policy) error {
 	return nil
 }
 
-// enforce leases the sandbox's ids (under op, the id's lock: the lease is
-// given back if the create fails) and builds libcontainer's configuration
-// from the boundary alone.
-func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specconv.Converted, error) {
-	if b.Users.Source == libmaka.IDsFromPool {
-		if err := op.LeaseIDs(b, *b.Users.Pool); err != nil {
-			return nil, err
-		}
-	}
-	if err := op.BuildRoot(b); err != nil {
-		return nil, err
-	}
-	return specconv.ToLibcontainer(b, opts)
-}
-
-// checkHost runs the checks that read the host (specconv.CheckHost) with
-// maka's own --root and state dir as paths no sandbox may have.
-func checkHost(c *cli.Context, b *libmaka.Boundary, policy *libmaka.Policy, bundle string) error {
-	return specconv.CheckHost(b, policy, bundle, neverPaths(c.String("root"), c.String("state-dir")))
-}
-
-// neverPaths are maka's own state directories, as given and resolved.
-func neverPaths(dirs ...string) []string {
+// NeverPaths are maka's own state directories, as given and resolved.
+func NeverPaths(dirs ...string) []string {
 	var never []string
 	for _, d := range dirs {
 		if p, err := filepath.Abs(d); err == nil {

@@ -1,0 +1,221 @@
+package monitor
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The spawn protocol of a detached monitor, written once here: the
+// launcher (Spawn) and the monitor process (Main, behind both `maka
+// monitor` and cmd/maka-monitor) agree on its command line and its three
+// inherited fds: the seccomp listener's socket, the pipe on which the
+// launcher sends Info once the init runs, and the pipe on which the monitor
+// answers once it is attached (it then holds the sandbox's tmpfs mounts,
+// before the user's process may run).
+const (
+	listenerFd = 3
+	infoFd     = 4
+	ackFd      = 5
+)
+
+// PidFile, in the container's state directory, holds the pid of its
+// detached monitor process.
+const PidFile = "monitor.pid"
+
+// attachWait bounds how long the launcher waits for the monitor to attach
+// (an emulated, loaded machine is slow to start it).
+const attachWait = 30 * time.Second
+
+// Detached is the launcher's handle on a monitor process.
+type Detached struct {
+	id        string
+	info, ack *os.File
+	Pid       int
+}
+
+// Spawn starts a detached monitor for cfg, serving ln (whose socket file
+// it takes over: closing the launcher's copy does not remove it). exes are
+// the programs to try in order (the small maka-monitor first, then maka
+// itself): each must accept Args. root is maka's --root; its pid goes to
+// PidFile in cfg.StateDir.
+func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Detached, err error) {
+	ln.SetUnlinkOnClose(false)
+	defer ln.Close()
+	lf, err := ln.File()
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	defer lf.Close()
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	defer infoR.Close()
+	ackR, ackW, err := os.Pipe()
+	if err != nil {
+		infoW.Close()
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	defer ackW.Close()
+	d = &Detached{id: cfg.ID, info: infoW, ack: ackR}
+	defer func() {
+		if err != nil {
+			d.Abort()
+		}
+	}()
+	// Only the three fds passed below: an inherited fd (bats' fd 3, a
+	// caller's LISTEN_FDS) must not be held open for the container's life.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	var cmd *exec.Cmd
+	for _, exe := range exes {
+		cmd = exec.Command(exe, Args(root, cfg)...)
+		cmd.ExtraFiles = []*os.File{lf, infoR, ackW}
+		cmd.Dir = "/"
+		// disablethp: no transparent huge pages for its heap, where one
+		// fault would make 2 MiB resident (measured: 4 MiB of a ~1 MiB heap).
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG="+godebugWith("disablethp=1"))
+		// Its own session: no terminal's signals, no caller's process group.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err = cmd.Start(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	d.Pid = cmd.Process.Pid
+	_ = cmd.Process.Release()
+	if err := os.WriteFile(filepath.Join(cfg.StateDir, PidFile), []byte(strconv.Itoa(d.Pid)), 0o600); err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	return d, nil
+}
+
+// Args is a detached monitor's command line after the program name.
+func Args(root string, cfg Config) []string {
+	return []string{"--root", root, "monitor", "--on-violation", cfg.OnViolation, "--timeout", cfg.Timeout.String(), cfg.ID}
+}
+
+// Attach tells the monitor the init is running (its cgroup exists, its
+// mounts are set up) and waits until the monitor is attached.
+func (d *Detached) Attach(in Info) error {
+	data, _ := json.Marshal(in)
+	_, err := d.info.Write(data)
+	d.info.Close()
+	d.info = nil
+	if err != nil {
+		return fmt.Errorf("container %s: monitor: %w", d.id, err)
+	}
+	defer func() {
+		d.ack.Close()
+		d.ack = nil
+	}()
+	_ = d.ack.SetReadDeadline(time.Now().Add(attachWait))
+	if n, err := d.ack.Read(make([]byte, 1)); n != 1 {
+		return fmt.Errorf("container %s: the monitor did not attach: %v", d.id, err)
+	}
+	return nil
+}
+
+// Abort gives up on a launch that failed: the monitor reads EOF and exits.
+func (d *Detached) Abort() {
+	if d.info != nil {
+		d.info.Close()
+		d.info = nil
+	}
+	if d.ack != nil {
+		d.ack.Close()
+		d.ack = nil
+	}
+}
+
+// Main is the monitor process: it parses the part of Args after "monitor"
+// (args) and serves the inherited fds. root is maka's --root.
+func Main(root string, args []string) error {
+	cfg, err := parseArgs(root, args)
+	if err != nil {
+		return err
+	}
+	return RunDetached(cfg, os.NewFile(listenerFd, "monitor-listener"), os.NewFile(infoFd, "monitor-info"), os.NewFile(ackFd, "monitor-ack"))
+}
+
+// parseArgs reads what Args wrote (after "monitor").
+func parseArgs(root string, args []string) (Config, error) {
+	fs := flag.NewFlagSet("monitor", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	onViolation := fs.String("on-violation", ActionDeny, "deny or kill")
+	timeout := fs.Duration("timeout", 0, "how long the sandbox may live (0: no limit)")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, fmt.Errorf("monitor: %w", err)
+	}
+	if fs.NArg() != 1 {
+		return Config{}, fmt.Errorf("monitor: want exactly one container id, got %d", fs.NArg())
+	}
+	id := fs.Arg(0)
+	if id == "" || id != filepath.Base(id) || id == "." || id == ".." {
+		return Config{}, fmt.Errorf("monitor: invalid container id %q", id)
+	}
+	if root == "" {
+		return Config{}, errors.New("monitor: no --root")
+	}
+	return Config{ID: id, StateDir: filepath.Join(root, id), OnViolation: *onViolation, Timeout: *timeout}, nil
+}
+
+// godebugWith is the caller's GODEBUG with setting added (the last one of a
+// name wins).
+func godebugWith(setting string) string {
+	if cur := os.Getenv("GODEBUG"); cur != "" {
+		return cur + "," + setting
+	}
+	return setting
+}
+
+// Stop stops a detached container's monitor before the container's state
+// goes (it records the peak usage while the cgroup still exists) and waits
+// for it, up to two seconds.
+func Stop(stateDir string) {
+	data, err := os.ReadFile(filepath.Join(stateDir, PidFile))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 || !isMonitor(pid) {
+		return
+	}
+	_ = unix.Kill(pid, unix.SIGTERM)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !isMonitor(pid) {
+			return
+		}
+	}
+}
+
+// isMonitor reports whether pid is a live (not zombie) maka monitor.
+func isMonitor(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	if i := strings.LastIndexByte(string(stat), ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	return slices.Contains(strings.Split(string(cmdline), "\x00"), "monitor")
+}

@@ -1,0 +1,333 @@
+// Package sandbox is maka's launch path and its Go API: a checked boundary
+// contract becomes a running sandbox (Run), used alike by `maka create`,
+// `maka run`, `maka recover --relaunch` and by programs that embed maka
+// (Manager).
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/monitor"
+	"github.com/maka-runtime/maka/specconv"
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/sirupsen/logrus"
+)
+
+// KillTimeout bounds how long a failed launch or a removal waits for a
+// killed init to go.
+const KillTimeout = 10 * time.Second
+
+// Launch is one sandbox to create and, with Start, to start.
+type Launch struct {
+	ID string
+	// Bundle is the bundle's absolute path: the record's, the hooks' state.
+	Bundle string
+	// Boundary is the contract, compiled and checked (Compile); Policy the
+	// effective policy it was checked against.
+	Boundary *libmaka.Boundary
+	Policy   *libmaka.Policy
+	Options  libmaka.LaunchOptions
+	// Command names the launch in the id's lock and in errors: "create",
+	// "run", "recover".
+	Command string
+	// Start runs the user's process once the monitor is attached (run);
+	// otherwise the init waits for `maka start` (create).
+	Start bool
+	// Attached: the sandbox lives as long as this process (a foreground
+	// run, a Manager's sandboxes): its monitor runs here and its record
+	// names this process, so `maka recover` reaps it if this process dies.
+	// Otherwise a monitor process of its own watches it (Monitors).
+	Attached bool
+	// Monitors are the programs to try for a detached sandbox's monitor
+	// process (monitor.Args is their command line).
+	Monitors []string
+	// Process is the init's process (InitProcess), its stdio set up.
+	Process *libcontainer.Process
+	// Started, if set, runs once the init has started, before the user's
+	// process may run (a foreground terminal's hand-over).
+	Started func() error
+	// PidFile, if set, receives the init's pid (written atomically).
+	PidFile string
+	// Op is the id's lock when the caller holds it (recover --relaunch);
+	// nil: Run takes it, and runs the poststart hooks once it is released.
+	Op *libmaka.Op
+}
+
+// Launched is a sandbox Run created.
+type Launched struct {
+	Container *libmaka.Container
+	// Pid is the init's host pid.
+	Pid int
+	mon *monitor.Monitor // attached sandboxes only
+}
+
+// InitProcess is the init's process of boundary b, as libcontainer starts
+// it; the caller sets its stdio.
+func InitProcess(b *libmaka.Boundary) (*libcontainer.Process, error) {
+	p, err := specconv.NewProcess(specconv.ProcessOf(b), true)
+	if err != nil {
+		return nil, err
+	}
+	p.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
+	return p, nil
+}
+
+// Run creates the sandbox l describes under the id's lock: it leases its
+// ids and builds its root (enforce), publishes the record before the
+// cgroup exists, starts the monitor listening, starts the init, attaches
+// the monitor and, with Start, lets the user's process run. On any error
+// everything it made is removed again: the container here, the rest
+// (record, lease, scaffold) by the lock's End.
+func Run(rt *libmaka.Runtime, l Launch) (*Launched, error) {
+	if l.Op != nil {
+		return create(rt, l.Op, l)
+	}
+	op, err := rt.Begin(l.ID, l.Command)
+	if err != nil {
+		return nil, err
+	}
+	s, err := create(rt, op, l)
+	op.End()
+	if err == nil && l.Start {
+		// After the lock is released: a hook may call maka on the id.
+		s.Poststart()
+	}
+	return s, err
+}
+
+func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err error) {
+	b := l.Boundary
+	conv, err := enforce(op, b, specconv.Options{
+		ID:           l.ID,
+		NoPivotRoot:  l.Options.NoPivot,
+		NoNewKeyring: l.Options.NoNewKeyring,
+		Rootless:     l.Policy.Rootless != nil,
+	})
+	if err != nil {
+		return nil, err
+	}
+	stateDir := filepath.Join(rt.Root, l.ID)
+	if specconv.UsesNotify(conv.Config.Seccomp) {
+		// Always maka's: a listenerPath from config.json is a host socket
+		// the sandbox's author would have maka dial.
+		conv.Config.Seccomp.ListenerPath = filepath.Join(stateDir, monitor.SocketFile)
+		conv.Config.Seccomp.ListenerMetadata = ""
+	}
+	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
+		Poststart: conv.Poststart,
+		Process:   specconv.ProcessOf(b),
+		Boundary:  b,
+		Policy:    l.Policy,
+	}, l.Bundle, l.Options)
+	if err != nil {
+		return nil, err
+	}
+	s := &Launched{Container: ctr}
+	var w *watch
+	// One cleanup for every failure from here on: the monitor stops and
+	// the container goes (op.End removes the record, lease and scaffold).
+	defer func() {
+		if err != nil {
+			w.abort()
+			Destroy(ctr)
+		}
+	}()
+	// The monitor listens before the init starts: libcontainer hands it
+	// the seccomp notification fd during Start.
+	if w, err = startWatch(rt.Root, stateDir, l); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
+	}
+	if err = ctr.Start(l.Process); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
+	}
+	if l.Command == "create" {
+		libmaka.CrashPoint("create:init-spawned")
+	}
+	if l.Started != nil {
+		if err = l.Started(); err != nil {
+			return nil, err
+		}
+	}
+	if s.Pid, err = l.Process.Pid(); err != nil {
+		return nil, err
+	}
+	if err = w.attach(ctr.CgroupPath(), s.Pid); err != nil {
+		return nil, err
+	}
+	if l.Start {
+		// Only now, the monitor holding the init's tmpfs mounts, may the
+		// user's process run (and end).
+		if err = ctr.Exec(); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
+		}
+		if l.Command == "run" {
+			libmaka.CrashPoint("run:init-spawned")
+		}
+	}
+	if l.PidFile != "" {
+		if err = libmaka.WritePidFile(l.PidFile, s.Pid); err != nil {
+			return nil, err
+		}
+	}
+	stage := libmaka.StageCreated
+	if l.Start {
+		stage = libmaka.StageRunning
+	}
+	if err = op.Commit(stage, l.Attached); err != nil {
+		return nil, err
+	}
+	s.mon = w.mon
+	return s, nil
+}
+
+// Poststart runs the poststart hooks once the user process has started.
+// The runtime spec says a failing poststart hook is logged and ignored.
+func (s *Launched) Poststart() { Poststart(s.Container) }
+
+// Finish stops an attached sandbox's monitor once its process has exited
+// (before its cgroup goes) and returns why the monitor killed the sandbox,
+// if it did (a *monitor.KilledError).
+func (s *Launched) Finish() error {
+	if s.mon == nil {
+		return nil
+	}
+	s.mon.Close()
+	return s.mon.Err()
+}
+
+// Poststart runs ctr's poststart hooks (after start, the id's lock
+// released); failures are logged.
+func Poststart(ctr *libmaka.Container) {
+	if len(ctr.Record.Poststart) == 0 {
+		return
+	}
+	st, err := ctr.OCIState()
+	if err != nil {
+		logrus.Warnf("container %s: poststart hooks: %v", ctr.ID(), err)
+		return
+	}
+	// "the remaining hooks and lifecycle continue as if the hook had
+	// succeeded": one failure does not skip the hooks after it.
+	for _, err := range libmaka.RunHooksAll("poststart", ctr.Record.Poststart, st) {
+		logrus.Warnf("container %s: %v", ctr.ID(), err)
+	}
+}
+
+// Destroy kills and removes a container (a failed launch, a foreground
+// run's end); errors are only logged, the caller has a better one.
+func Destroy(ctr *libmaka.Container) {
+	if err := ctr.Kill(KillTimeout); err != nil {
+		logrus.Warn(err)
+	}
+	if err := ctr.Destroy(); err != nil {
+		logrus.Warn(err)
+	}
+}
+
+// enforce leases the sandbox's ids (under op, the id's lock: the lease is
+// given back if the create fails), builds its root, and derives
+// libcontainer's configuration from the boundary alone.
+func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specconv.Converted, error) {
+	if b.Users.Source == libmaka.IDsFromPool {
+		if err := op.LeaseIDs(b, *b.Users.Pool); err != nil {
+			return nil, err
+		}
+	}
+	if err := op.BuildRoot(b); err != nil {
+		return nil, err
+	}
+	return specconv.ToLibcontainer(b, opts)
+}
+
+// watch is the monitor of one sandbox being launched: in this process
+// (attached) or in a monitor process of its own (detached).
+type watch struct {
+	tmpfs    []string         // the container paths of its writable tmpfs mounts
+	mon      *monitor.Monitor // attached
+	detached *monitor.Detached
+}
+
+// startWatch starts the sandbox's monitor, listening, before its init
+// starts.
+func startWatch(root, stateDir string, l Launch) (*watch, error) {
+	cfg := monitor.Config{
+		ID: l.ID, StateDir: stateDir, OnViolation: l.Policy.OnViolation,
+		Timeout: time.Duration(l.Boundary.Limits.Timeout) * time.Second,
+	}
+	ln, err := monitor.Listen(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	// The journal exists from the start: `maka events` follows it.
+	j, err := monitor.OpenJournal(filepath.Join(stateDir, monitor.JournalFile))
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	j.Close()
+	w := &watch{}
+	for _, wm := range l.Boundary.Writable {
+		if wm.Kind == "tmpfs" {
+			w.tmpfs = append(w.tmpfs, wm.Path)
+		}
+	}
+	if !l.Attached {
+		if w.detached, err = monitor.Spawn(l.Monitors, root, cfg, ln); err != nil {
+			return nil, err
+		}
+		return w, nil
+	}
+	if w.mon, err = monitor.New(cfg); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	w.mon.Serve(ln)
+	return w, nil
+}
+
+// attach tells the monitor the init is running (its cgroup now exists,
+// its mounts are set up) and waits until the monitor is attached: it then
+// holds the sandbox's tmpfs mounts, and only then may the user's process
+// run (and end, and its init be reaped).
+func (w *watch) attach(cgroup string, initPid int) error {
+	if w.detached != nil {
+		return w.detached.Attach(monitor.Info{Cgroup: cgroup, InitPid: initPid, Tmpfs: w.tmpfs})
+	}
+	if cgroup == "" {
+		return nil
+	}
+	return w.mon.Attach(cgroup, initPid, w.tmpfs)
+}
+
+// abort gives up on a launch that failed: the monitor stops.
+func (w *watch) abort() {
+	switch {
+	case w == nil:
+	case w.mon != nil:
+		w.mon.Close()
+	case w.detached != nil:
+		w.detached.Abort()
+	}
+}
+
+// Executables are the programs for a detached monitor, best first: the
+// small monitor if there is one (small, may be ""), then this program
+// itself (maka: `maka monitor`).
+func Executables(small string) []string {
+	self, err := os.Executable()
+	if err != nil || self == small {
+		self = ""
+	}
+	var exes []string
+	for _, e := range []string{small, self} {
+		if e != "" {
+			exes = append(exes, e)
+		}
+	}
+	return exes
+}
