@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/maka-runtime/maka/libmaka/sandbox"
 )
 
 // runMaka runs the CLI in-process with stdout in a file, and returns what
@@ -46,7 +48,7 @@ func writeBundle(t *testing.T, edit func(m map[string]any)) string {
 	if err := os.Mkdir(filepath.Join(dir, "rootfs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	data, err := json.Marshal(sandboxSpec())
+	data, err := json.Marshal(sandbox.DefaultSpec("rootfs", "sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func TestBoundaryExitStatus(t *testing.T) {
 	if err := os.Chmod(filepath.Dir(allowed), 0o711); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range sandboxSpec().Mounts {
+	for _, m := range sandbox.DefaultSpec("rootfs", "sh").Mounts {
 		// create refuses a mount point the root lacks, and so does boundary.
 		if err := os.MkdirAll(filepath.Join(allowed, "rootfs", m.Destination), 0o755); err != nil {
 			t.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 
@@ -23,14 +22,6 @@ func TestFilterPsTable(t *testing.T) {
 	}
 	if _, err := filterPsTable([]byte("USER COMMAND\nroot x\n"), nil); err == nil || !strings.Contains(err.Error(), "PID column") {
 		t.Errorf("no PID column: err = %v", err)
-	}
-}
-
-func TestMergeEnv(t *testing.T) {
-	got := mergeEnv([]string{"PATH=/bin", "A=1", "B=2"}, []string{"A=9", "C=3", "B"})
-	want := []string{"PATH=/bin", "A=9", "B", "C=3"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %q, want %q", got, want)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -208,7 +209,7 @@ func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
 	if cwd := c.String("cwd"); cwd != "" {
 		p.Cwd = cwd
 	}
-	p.Env = mergeEnv(p.Env, c.StringSlice("env"))
+	p.Env = sandbox.MergeEnv(p.Env, c.StringSlice("env"))
 	if u := c.String("user"); u != "" {
 		uid, gid, hasGid, err := parseUser(u)
 		if err != nil {
@@ -256,24 +257,6 @@ func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
 		p.NoNewPrivileges = c.Bool("no-new-privs")
 	}
 	return &p, nil
-}
-
-// mergeEnv applies NAME=value overrides to env, replacing earlier values.
-func mergeEnv(env, overrides []string) []string {
-	out := append([]string(nil), env...)
-	for _, kv := range overrides {
-		name, _, _ := strings.Cut(kv, "=")
-		replaced := false
-		for i, e := range out {
-			if n, _, _ := strings.Cut(e, "="); n == name {
-				out[i], replaced = kv, true
-			}
-		}
-		if !replaced {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // parseUser parses --user UID[:GID] (numeric, as runc); without a GID the

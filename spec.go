@@ -9,36 +9,18 @@ import (
 	"slices"
 	"strings"
 
-	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
+	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/urfave/cli/v2"
 )
-
-// sandboxSpec is runc's example spec made to pass the restricted profile
-// as it is: no capabilities at all, a read-only root, and bounded tmpfs
-// mounts for the places a program writes to (/tmp, /run, /maka/work).
-func sandboxSpec() *specs.Spec {
-	spec := rspecconv.Example()
-	spec.Hostname = "maka"
-	spec.Process.Capabilities = &specs.LinuxCapabilities{}
-	spec.Process.NoNewPrivileges = true
-	spec.Root.Readonly = true
-	for _, dst := range []string{"/tmp", "/run", "/maka/work"} {
-		spec.Mounts = append(spec.Mounts, specs.Mount{
-			Destination: dst, Type: "tmpfs", Source: "tmpfs",
-			Options: []string{"nosuid", "nodev", "mode=1777", "size=128m"},
-		})
-	}
-	return spec
-}
 
 var specCommand = &cli.Command{
 	Name:  "spec",
 	Usage: "write a new config.json for a bundle",
 	Description: `The spec command writes config.json in the bundle directory (default: the
 current directory). It refuses to overwrite an existing one. The rootfs is
-expected at ./rootfs, and must hold every mount point (maka never creates
-them in the root): /proc /dev /sys /tmp /run and /maka/work.
+expected at ./rootfs. A mount point the root lacks (/maka/work in most
+images) is made by maka outside the root, which is never written.
 
 The configuration passes the default restricted profile as it is: no
 capabilities, a read-only root, /tmp, /run and /maka/work as 128 MiB tmpfs,
@@ -55,7 +37,7 @@ EXAMPLE:
 		if err := checkArgs(c, 0, exactArgs); err != nil {
 			return err
 		}
-		spec := sandboxSpec()
+		spec := sandbox.DefaultSpec("rootfs", "sh")
 		if c.Bool("rootless") {
 			rootlessSpec(spec)
 		}

@@ -1,0 +1,376 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/maka-runtime/maka/specconv"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+)
+
+// Command is one command to run in a sandbox. Exactly one of Shell and
+// Args is set: Shell runs through /bin/sh -c, Args executes directly.
+type Command struct {
+	Shell string
+	Args  []string
+	// Cwd is the working directory: an absolute path, or one relative to
+	// /maka/work that stays below it (default /maka/work).
+	Cwd string
+	// Env is added to the sandbox's declared environment (NAME=value).
+	Env []string
+	// Stdin is the command's input (default: none, /dev/null).
+	Stdin io.Reader
+	// Timeout bounds the command, the wait for the sandbox included
+	// (default and maximum: the Manager's MaxTimeout).
+	Timeout time.Duration
+	// OutputLimit caps stdout and stderr together (default: the
+	// Manager's OutputLimit).
+	OutputLimit int64
+}
+
+// Result is a finished command: its exit code (128+N if signal N killed
+// it), its output and how long it ran.
+type Result struct {
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+	Duration time.Duration
+}
+
+var (
+	// ErrTimeoutTooLong: the command asked for a deadline beyond the
+	// Manager's MaxTimeout; nothing ran.
+	ErrTimeoutTooLong = errors.New("timeout above the maximum")
+	// ErrNotDispatched: the deadline passed (or ctx was cancelled) while
+	// the command waited for the sandbox; nothing ran, the sandbox lives.
+	ErrNotDispatched = errors.New("the command never ran")
+	// ErrSandboxDestroyed: the deadline passed (or ctx was cancelled)
+	// while the command ran: the whole sandbox was destroyed, as what the
+	// command left running cannot be trusted to stop.
+	ErrSandboxDestroyed = errors.New("the sandbox was destroyed")
+	// ErrOutputLimit: the command wrote more than its output limit; it
+	// was killed, and its output is not returned (never truncated).
+	ErrOutputLimit = errors.New("output over the limit")
+	// ErrGone: the sandbox was destroyed, or its process ended.
+	ErrGone = errors.New("the sandbox is gone")
+)
+
+// Exec runs cmd in the sandbox and returns once it and every process it
+// started, detached ones included, are gone: each command runs in a child
+// cgroup of the sandbox's, killed as a whole when the command's process
+// exits. Commands on one sandbox run one at a time, in the order they
+// arrive. The deadline (cmd.Timeout, and ctx's) counts from the call: a
+// command still waiting for the sandbox when it passes is refused
+// (ErrNotDispatched), a running one destroys the sandbox
+// (ErrSandboxDestroyed). A violation that made the monitor destroy the
+// sandbox is a *BoundaryViolation.
+func (s *Sandbox) Exec(ctx context.Context, cmd Command) (*Result, error) {
+	ps, limit, timeout, err := s.commandSpec(cmd)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	select {
+	case s.slot <- struct{}{}:
+		defer func() { <-s.slot }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("sandbox %s: %w: it waited for the sandbox until %w", s.ID(), ErrNotDispatched, ctx.Err())
+	}
+	s.mu.Lock()
+	if s.gone {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("sandbox %s: %w", s.ID(), ErrGone)
+	}
+	s.seq++
+	sub := fmt.Sprintf("maka-cmd-%d", s.seq)
+	s.mu.Unlock()
+	select {
+	case <-s.initDone:
+		return nil, fmt.Errorf("sandbox %s: %w: its process has exited%s", s.ID(), ErrGone, s.killedBy())
+	default:
+	}
+	return s.run(ctx, ps, cmd.Stdin, sub, limit)
+}
+
+// commandSpec is the process to run for cmd, held to the sandbox's policy
+// and boundary as `maka exec` holds it, with the command's limits.
+func (s *Sandbox) commandSpec(cmd Command) (*specs.Process, int64, time.Duration, error) {
+	opts := s.m.opts
+	timeout := cmd.Timeout
+	switch {
+	case timeout < 0:
+		return nil, 0, 0, fmt.Errorf("timeout %s: must not be negative", timeout)
+	case timeout == 0:
+		timeout = opts.MaxTimeout
+	case timeout > opts.MaxTimeout:
+		return nil, 0, 0, fmt.Errorf("timeout %s: %w of %s", timeout, ErrTimeoutTooLong, opts.MaxTimeout)
+	}
+	limit := cmd.OutputLimit
+	if limit <= 0 {
+		limit = opts.OutputLimit
+	}
+	var args []string
+	switch {
+	case cmd.Shell != "" && len(cmd.Args) > 0:
+		return nil, 0, 0, errors.New("command: give Shell or Args, not both")
+	case cmd.Shell != "":
+		args = []string{"/bin/sh", "-c", cmd.Shell}
+	case len(cmd.Args) > 0:
+		args = cmd.Args
+	default:
+		return nil, 0, 0, errors.New("command: empty (give Shell or Args)")
+	}
+	cwd, err := commandCwd(cmd.Cwd)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	rec := s.launched.Container.Record
+	ps := *rec.Process
+	ps.Args, ps.Cwd, ps.Terminal, ps.ConsoleSize = args, cwd, false, nil
+	ps.Env = MergeEnv(ps.Env, cmd.Env)
+	for _, kv := range cmd.Env {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			return nil, 0, 0, fmt.Errorf("command env %q: want NAME=value", kv)
+		}
+	}
+	if err := specconv.CheckExec(&ps, rec.Policy, rec.Boundary); err != nil {
+		return nil, 0, 0, err
+	}
+	return &ps, limit, timeout, nil
+}
+
+// commandCwd resolves a command's working directory: absolute as given,
+// relative below WorkDir and never above it.
+func commandCwd(cwd string) (string, error) {
+	if cwd == "" {
+		return WorkDir, nil
+	}
+	if filepath.IsAbs(cwd) {
+		return filepath.Clean(cwd), nil
+	}
+	p := filepath.Join(WorkDir, cwd)
+	if p != WorkDir && !strings.HasPrefix(p, WorkDir+"/") {
+		return "", fmt.Errorf("cwd %q: a relative working directory must stay below %s", cwd, WorkDir)
+	}
+	return p, nil
+}
+
+// run starts ps in the child cgroup sub and collects its output.
+func (s *Sandbox) run(ctx context.Context, ps *specs.Process, stdin io.Reader, sub string, limit int64) (*Result, error) {
+	ctr := s.launched.Container
+	cgroup := ctr.CgroupPath()
+	if cgroup == "" {
+		return nil, fmt.Errorf("sandbox %s: its cgroup is not known", s.ID())
+	}
+	subDir := filepath.Join(cgroup, sub)
+	if err := os.Mkdir(subDir, 0o755); err != nil {
+		return nil, fmt.Errorf("sandbox %s: command cgroup: %w", s.ID(), err)
+	}
+	// Whatever happens below, nothing the command started outlives it.
+	defer killCgroup(subDir)
+	p, err := specconv.NewProcess(ps, false)
+	if err != nil {
+		return nil, err
+	}
+	p.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
+	p.SubCgroupPaths = map[string]string{"": sub}
+	out := &capped{limit: limit, over: make(chan struct{})}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer outR.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outW.Close()
+		return nil, err
+	}
+	defer errR.Close()
+	p.Stdout, p.Stderr = outW, errW
+	inFile, feed, err := stdinOf(stdin)
+	if err != nil {
+		outW.Close()
+		errW.Close()
+		return nil, err
+	}
+	p.Stdin = inFile
+	start := time.Now()
+	err = ctr.Run(p)
+	// Only the command holds the write ends now: EOF once it is gone.
+	outW.Close()
+	errW.Close()
+	inFile.Close()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: exec: %w", s.ID(), err)
+	}
+	if feed != nil {
+		go feed()
+	}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); out.copy(&out.stdout, outR) }()
+	go func() { defer readers.Done(); out.copy(&out.stderr, errR) }()
+	exited := make(chan *os.ProcessState, 1)
+	go func() {
+		st, _ := p.Wait()
+		exited <- st
+	}()
+	var st *os.ProcessState
+	select {
+	case st = <-exited:
+	case <-out.over:
+		killCgroup(subDir)
+		<-exited
+		readers.Wait()
+		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes; the command was killed", s.ID(), ErrOutputLimit, limit)
+	case <-ctx.Done():
+		// After dispatch a deadline destroys the sandbox: what the command
+		// started is not known to be stoppable short of that.
+		s.mu.Lock()
+		derr := s.destroyLocked()
+		s.mu.Unlock()
+		<-exited
+		readers.Wait()
+		if derr != nil {
+			return nil, fmt.Errorf("sandbox %s: the command ran past its deadline (%w) and destroying the sandbox failed: %v", s.ID(), ctx.Err(), derr)
+		}
+		return nil, fmt.Errorf("sandbox %s: %w: the command ran past its deadline: %w", s.ID(), ErrSandboxDestroyed, ctx.Err())
+	}
+	// The command's process is gone; so must be all it started, before
+	// the reply (a detached child would hold the pipes, and run on).
+	killCgroup(subDir)
+	// Anything holding the pipes outside the command's cgroup (it could
+	// have handed them to the sandbox's init) must not hold the reply.
+	_ = outR.SetReadDeadline(time.Now().Add(time.Second))
+	_ = errR.SetReadDeadline(time.Now().Add(time.Second))
+	readers.Wait()
+	// Under onViolation kill the monitor destroyed the whole sandbox.
+	if s.launched.mon != nil {
+		if k := s.launched.mon.Err(); k != nil {
+			return nil, k
+		}
+	}
+	if out.exceeded() {
+		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes", s.ID(), ErrOutputLimit, limit)
+	}
+	return &Result{ExitCode: exitCode(st), Stdout: out.stdout.Bytes(), Stderr: out.stderr.Bytes(), Duration: time.Since(start)}, nil
+}
+
+// killedBy says why the monitor destroyed the sandbox, if it did.
+func (s *Sandbox) killedBy() string {
+	if s.launched.mon == nil {
+		return ""
+	}
+	if err := s.launched.mon.Err(); err != nil {
+		return ": " + err.Error()
+	}
+	return ""
+}
+
+// stdinOf is the command's stdin: /dev/null, or a pipe fed from r.
+func stdinOf(r io.Reader) (*os.File, func(), error) {
+	if r == nil {
+		f, err := os.Open(os.DevNull)
+		return f, nil, err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	return pr, func() {
+		_, _ = io.Copy(pw, r)
+		pw.Close()
+	}, nil
+}
+
+// capped collects stdout and stderr up to a limit on their sum.
+type capped struct {
+	mu             sync.Mutex
+	limit, n       int64
+	stdout, stderr bytes.Buffer
+	over           chan struct{}
+	overOnce       sync.Once
+}
+
+func (c *capped) copy(dst *bytes.Buffer, r io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			c.mu.Lock()
+			c.n += int64(n)
+			if c.n > c.limit {
+				c.mu.Unlock()
+				c.overOnce.Do(func() { close(c.over) })
+				// Drain without keeping: the command is being killed.
+				_, _ = io.Copy(io.Discard, r)
+				return
+			}
+			dst.Write(buf[:n])
+			c.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *capped) exceeded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n > c.limit
+}
+
+// exitCode is a process's status as a shell reports it: 128+N for signal N.
+func exitCode(st *os.ProcessState) int {
+	if st == nil {
+		return -1
+	}
+	if ws, ok := st.Sys().(unix.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return st.ExitCode()
+}
+
+// killCgroup kills every process of the cgroup at dir (cgroup.kill), waits
+// until it is empty (at most KillTimeout) and removes it.
+func killCgroup(dir string) {
+	_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+	for deadline := time.Now().Add(KillTimeout); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		data, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+		if err != nil || bytes.Contains(data, []byte("populated 0")) {
+			break
+		}
+	}
+	_ = unix.Rmdir(dir)
+}
+
+// MergeEnv is env with overrides applied (a NAME=value replaces NAME's).
+func MergeEnv(env, overrides []string) []string {
+	out := append([]string(nil), env...)
+	for _, kv := range overrides {
+		name, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for i, e := range out {
+			if n, _, _ := strings.Cut(e, "="); n == name {
+				out[i], replaced = kv, true
+			}
+		}
+		if !replaced {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

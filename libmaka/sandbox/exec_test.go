@@ -1,0 +1,140 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+func TestMergeEnv(t *testing.T) {
+	got := MergeEnv([]string{"PATH=/bin", "A=1", "B=2"}, []string{"A=9", "C=3", "B"})
+	want := []string{"PATH=/bin", "A=9", "B", "C=3"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestCommandCwd(t *testing.T) {
+	for in, want := range map[string]string{
+		"":            "/maka/work",
+		".":           "/maka/work",
+		"src":         "/maka/work/src",
+		"a/../b":      "/maka/work/b",
+		"/tmp":        "/tmp",
+		"/tmp/../etc": "/etc",
+	} {
+		if got, err := commandCwd(in); err != nil || got != want {
+			t.Errorf("commandCwd(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"..", "../etc", "a/../../x", "./../work2"} {
+		if got, err := commandCwd(in); err == nil {
+			t.Errorf("commandCwd(%q) = %q: a relative cwd left /maka/work", in, got)
+		}
+	}
+}
+
+// testSandbox is a Sandbox with a record and no container: enough for the
+// checks made before anything runs.
+func testSandbox(t *testing.T) *Sandbox {
+	t.Helper()
+	pol, err := libmaka.BuiltinPolicy("restricted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &libmaka.Boundary{Profile: "restricted"}
+	b.Process.NoNewPrivileges = true
+	ctr := &libmaka.Container{Record: libmaka.Record{
+		Process:  &specs.Process{Cwd: "/", Env: []string{"PATH=/bin", "HOME=/maka/work"}, NoNewPrivileges: true},
+		Boundary: b,
+		Policy:   pol,
+	}}
+	return &Sandbox{
+		m:        &Manager{opts: Options{MaxTimeout: 180 * time.Second, OutputLimit: 1 << 20}},
+		launched: &Launched{Container: ctr},
+	}
+}
+
+func TestCommandSpec(t *testing.T) {
+	s := testSandbox(t)
+	ps, limit, timeout, err := s.commandSpec(Command{Shell: "echo hi > out", Cwd: "job", Env: []string{"A=1", "PATH=/usr/bin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/bin/sh", "-c", "echo hi > out"}; !reflect.DeepEqual(ps.Args, want) {
+		t.Errorf("a string runs through sh -c: args %q", ps.Args)
+	}
+	if ps.Cwd != "/maka/work/job" || !reflect.DeepEqual(ps.Env, []string{"PATH=/usr/bin", "HOME=/maka/work", "A=1"}) {
+		t.Errorf("cwd %q env %q", ps.Cwd, ps.Env)
+	}
+	if !ps.NoNewPrivileges || ps.Terminal {
+		t.Errorf("no_new_privs %v terminal %v", ps.NoNewPrivileges, ps.Terminal)
+	}
+	if limit != 1<<20 || timeout != 180*time.Second {
+		t.Errorf("defaults: limit %d timeout %s", limit, timeout)
+	}
+	ps, _, _, err = s.commandSpec(Command{Args: []string{"ls", "-l", "a b"}, Timeout: time.Second, OutputLimit: 10})
+	if err != nil || !reflect.DeepEqual(ps.Args, []string{"ls", "-l", "a b"}) {
+		t.Errorf("a list executes directly: %q %v", ps.Args, err)
+	}
+	// The record's process is the base, never changed by a command.
+	if s.launched.Container.Record.Process.Cwd != "/" || len(s.launched.Container.Record.Process.Env) != 2 {
+		t.Errorf("the init's process spec was modified: %+v", s.launched.Container.Record.Process)
+	}
+}
+
+func TestCommandSpecRefusals(t *testing.T) {
+	s := testSandbox(t)
+	for _, tc := range []struct {
+		cmd  Command
+		want string
+	}{
+		{Command{}, "empty"},
+		{Command{Shell: "x", Args: []string{"y"}}, "not both"},
+		{Command{Shell: "x", Timeout: 181 * time.Second}, "timeout above the maximum"},
+		{Command{Shell: "x", Timeout: -time.Second}, "negative"},
+		{Command{Shell: "x", Cwd: "../../etc"}, "below /maka/work"},
+		{Command{Shell: "x", Env: []string{"=x"}}, "NAME=value"},
+		{Command{Shell: "x", Env: []string{"NOVALUE"}}, "NAME=value"},
+	} {
+		_, _, _, err := s.commandSpec(tc.cmd)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err %v, want one with %q", tc.cmd, err, tc.want)
+		}
+	}
+	if _, _, _, err := s.commandSpec(Command{Shell: "x", Timeout: time.Hour}); !errors.Is(err, ErrTimeoutTooLong) {
+		t.Errorf("a timeout over the maximum: %v, want ErrTimeoutTooLong", err)
+	}
+}
+
+// The cap is on stdout and stderr together, and going over is reported,
+// never a silently truncated result.
+func TestCapped(t *testing.T) {
+	c := &capped{limit: 10, over: make(chan struct{})}
+	c.copy(&c.stdout, strings.NewReader("123456"))
+	if c.exceeded() {
+		t.Fatal("6 bytes exceed 10")
+	}
+	c.copy(&c.stderr, strings.NewReader("7890"))
+	if c.exceeded() {
+		t.Fatal("exactly the limit is allowed")
+	}
+	c.copy(&c.stderr, io.MultiReader(strings.NewReader("x"), strings.NewReader(strings.Repeat("y", 1<<20))))
+	if !c.exceeded() {
+		t.Fatal("11 bytes do not exceed 10")
+	}
+	select {
+	case <-c.over:
+	default:
+		t.Fatal("going over did not signal")
+	}
+	if c.stdout.String() != "123456" || c.stderr.String() != "7890" {
+		t.Errorf("kept %q / %q", c.stdout.String(), c.stderr.String())
+	}
+}

@@ -1,0 +1,229 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/monitor"
+	"github.com/maka-runtime/maka/specconv"
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Defaults of a Manager's commands and transfers, as the bubblewrap backend
+// maka's tool sandbox follows has them.
+const (
+	DefaultMaxTimeout    = 180 * time.Second
+	DefaultOutputLimit   = 1 << 20
+	DefaultTransferLimit = 8 << 20
+	// WorkDir is where a command's relative working directory resolves.
+	WorkDir = "/maka/work"
+)
+
+// Options open a Manager.
+type Options struct {
+	// Root holds the runtime state (maka's --root; default /run/maka) and
+	// StateDir the contract store (--state-dir; default /var/lib/maka).
+	Root, StateDir string
+	// Policy is the policy every sandbox is checked against (nil: the
+	// built-in restricted profile).
+	Policy *libmaka.Policy
+	// MaxTimeout is the longest deadline a command may ask for (default
+	// 180 s): a longer one is refused before anything runs. It is also
+	// the deadline of a command that asks for none.
+	MaxTimeout time.Duration
+	// OutputLimit caps a command's stdout and stderr together (default
+	// 1 MiB); TransferLimit caps one CopyIn or CopyOut (default 8 MiB).
+	OutputLimit, TransferLimit int64
+}
+
+// Manager launches and tracks sandboxes from a Go program. Its sandboxes
+// are attached to the program: their monitors run in it, and if it dies
+// `maka recover` (or Manager.Recover) reaps them, as it reaps a foreground
+// `maka run` whose maka died.
+type Manager struct {
+	rt   *libmaka.Runtime
+	opts Options
+}
+
+// Open opens a Manager on a state root, a contract store and a policy. It
+// checks the host first (maka check's checks): a host that cannot run
+// sandboxes is refused with libmaka.ErrHostUnfit.
+func Open(opts Options) (*Manager, error) {
+	if opts.Root == "" {
+		opts.Root = "/run/maka"
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = libmaka.DefaultStateDir
+	}
+	var err error
+	for _, d := range []*string{&opts.Root, &opts.StateDir} {
+		if *d, err = filepath.Abs(*d); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Policy == nil {
+		if opts.Policy, err = libmaka.BuiltinPolicy("restricted"); err != nil {
+			return nil, err
+		}
+	}
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = DefaultMaxTimeout
+	}
+	if opts.OutputLimit <= 0 {
+		opts.OutputLimit = DefaultOutputLimit
+	}
+	if opts.TransferLimit <= 0 {
+		opts.TransferLimit = DefaultTransferLimit
+	}
+	if err := libmaka.HostUnfit(libmaka.CheckHostSupport(), false); err != nil {
+		return nil, err
+	}
+	return &Manager{rt: &libmaka.Runtime{Root: opts.Root, StateDir: opts.StateDir}, opts: opts}, nil
+}
+
+// Request names the sandbox to launch: its id, and either a bundle
+// directory holding config.json (Bundle) or a configuration built in Go
+// (Spec, with Bundle the directory a relative root.path is relative to).
+// The sandbox's process should idle (DefaultSpec's does): commands run
+// beside it with Exec.
+type Request struct {
+	ID     string
+	Bundle string
+	Spec   *specs.Spec
+}
+
+// Sandbox is a live sandbox of a Manager.
+type Sandbox struct {
+	m        *Manager
+	launched *Launched
+	initDone chan struct{}
+	// slot serialises commands: one runs at a time, the others queue with
+	// their deadlines running.
+	slot chan struct{}
+	mu   sync.Mutex
+	gone bool
+	seq  int
+}
+
+// Launch compiles the request's configuration into a boundary contract,
+// checks it against the Manager's policy (a refusal is a
+// *specconv.RejectedError listing each item, and nothing is created) and
+// launches the sandbox on the same path as `maka run --detach`, its monitor
+// attached. ctx bounds the launch only.
+func (m *Manager) Launch(ctx context.Context, req Request) (*Sandbox, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !libmaka.ValidID(req.ID) {
+		return nil, fmt.Errorf("sandbox id %q: use letters, digits and _ + - . (not . or ..)", req.ID)
+	}
+	bundle, err := filepath.Abs(req.Bundle)
+	if err != nil {
+		return nil, err
+	}
+	spec := req.Spec
+	if spec == nil {
+		if spec, err = specconv.LoadSpec(bundle); err != nil {
+			return nil, err
+		}
+	}
+	b, policy, err := Compile(spec, m.opts.Policy, req.ID, bundle, NeverPaths(m.rt.Root, m.rt.StateDir), libmaka.CheckHostSupport())
+	if err != nil {
+		return nil, err
+	}
+	if b.Process.Terminal {
+		return nil, errors.New("process.terminal: a Manager's sandbox has no terminal (commands' output is captured)")
+	}
+	p, err := InitProcess(b)
+	if err != nil {
+		return nil, err
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer null.Close()
+	p.Stdin, p.Stdout, p.Stderr = null, null, null
+	launched, err := Run(m.rt, Launch{
+		ID: req.ID, Bundle: bundle, Boundary: b, Policy: policy,
+		Command: "launch", Start: true, Attached: true, Process: p,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Sandbox{m: m, launched: launched, initDone: make(chan struct{}), slot: make(chan struct{}, 1)}
+	// The init is this process's child: reap it when it ends.
+	go func() {
+		_, _ = p.Wait()
+		close(s.initDone)
+	}()
+	return s, nil
+}
+
+// ID is the sandbox's container id (maka state, maka violations).
+func (s *Sandbox) ID() string { return s.launched.Container.ID() }
+
+// Boundary is the contract the sandbox was launched under.
+func (s *Sandbox) Boundary() *libmaka.Boundary { return s.launched.Container.Record.Boundary }
+
+// Violations are the sandbox's violation records so far.
+func (s *Sandbox) Violations() ([]monitor.Record, error) {
+	return monitor.ReadJournal(filepath.Join(s.launched.Container.StateDir(), monitor.JournalFile))
+}
+
+// Destroy kills the sandbox and everything in it and removes it: its
+// cgroup, mounts, state, record and user-namespace ids. The monitor
+// records its peak usage first. Destroying twice is not an error.
+func (s *Sandbox) Destroy() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.destroyLocked()
+}
+
+func (s *Sandbox) destroyLocked() error {
+	if s.gone {
+		return nil
+	}
+	s.gone = true
+	ctr := s.launched.Container
+	op, err := s.m.rt.Begin(ctr.ID(), "destroy")
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	// A sandbox replaced meanwhile (deleted and created again by someone
+	// else) is not ours to remove.
+	if !op.OwnedBySelf() {
+		return nil
+	}
+	kerr := ctr.Kill(KillTimeout)
+	s.launched.Finish()
+	if err := ctr.Destroy(); err != nil {
+		return fmt.Errorf("destroy %s: %w", ctr.ID(), err)
+	}
+	if err := op.Drop(); err != nil {
+		return err
+	}
+	if kerr != nil {
+		return fmt.Errorf("destroy %s: %w", ctr.ID(), kerr)
+	}
+	return nil
+}
+
+// Recover reaps what crashed programs and maka commands left behind (the
+// sandboxes of a Manager whose program died among them), as `maka recover`.
+func (m *Manager) Recover() ([]libmaka.RecoveryResult, error) {
+	return m.rt.Recover(nil)
+}
+
+// BoundaryViolation is the error of a command whose sandbox the monitor
+// destroyed for a violation (or its timeout): Record is what it did, Code()
+// SANDBOX_BOUNDARY_VIOLATION or SANDBOX_TIMEOUT, as the contract document's
+// e.code and e.details.
+type BoundaryViolation = monitor.KilledError

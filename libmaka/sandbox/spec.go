@@ -1,0 +1,32 @@
+package sandbox
+
+import (
+	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// DefaultSpec is the configuration `maka spec` writes, with root.path
+// rootfs and process.args args: runc's example spec made to pass the
+// restricted profile as it is (no capabilities at all, a read-only root,
+// bounded tmpfs mounts for the places a program writes to: /tmp, /run,
+// /maka/work). For a Manager's sandbox, args should idle, e.g. IdleArgs.
+func DefaultSpec(rootfs string, args ...string) *specs.Spec {
+	spec := rspecconv.Example()
+	spec.Hostname = "maka"
+	spec.Root.Path = rootfs
+	spec.Root.Readonly = true
+	spec.Process.Args = args
+	spec.Process.Capabilities = &specs.LinuxCapabilities{}
+	spec.Process.NoNewPrivileges = true
+	for _, dst := range []string{"/tmp", "/run", WorkDir} {
+		spec.Mounts = append(spec.Mounts, specs.Mount{
+			Destination: dst, Type: "tmpfs", Source: "tmpfs",
+			Options: []string{"nosuid", "nodev", "mode=1777", "size=128m"},
+		})
+	}
+	return spec
+}
+
+// IdleArgs is an init that idles until the sandbox is destroyed, for a
+// root with a POSIX sleep: a Manager's commands run beside it.
+var IdleArgs = []string{"sleep", "2147483647"}
