@@ -44,7 +44,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: all build maka monitor static install dist fixtures crictl capture-specs unit fuzz integration soak test demo bench deps deps-packages lint clean
+.PHONY: FORCE all build maka monitor static install dist fixtures crictl capture-specs unit fuzz integration soak test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -97,7 +97,18 @@ dist: static
 		sha256sum dist/$(DIST_NAME)/maka | sed 's| dist/$(DIST_NAME)/| |' > $(DIST_NAME).maka.sha256
 	@echo "dist: build/$(DIST_NAME).tar.gz"; cat build/$(DIST_NAME).tar.gz.sha256
 
-fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape
+fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape $(FIXTURES)/sandbox.test $(FIXTURES)/toolsandbox
+
+# The Go API's tests that launch real sandboxes (libmaka/sandbox,
+# guest_test.go) and the example program, built here and run in the guest
+# by tests/integration/api.bats.
+$(FIXTURES)/sandbox.test: FORCE
+	mkdir -p $(FIXTURES)
+	$(GO) test -c -tags "$(BUILDTAGS)" -o $@ ./libmaka/sandbox
+$(FIXTURES)/toolsandbox: FORCE
+	mkdir -p $(FIXTURES)
+	$(GO) build -tags "$(BUILDTAGS)" -o $@ ./examples/toolsandbox
+FORCE:
 
 # The escape attempts of violations.bats, copied into the test rootfs there.
 $(FIXTURES)/escape: tests/integration/fixtures/escape.c

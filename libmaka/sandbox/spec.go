@@ -28,5 +28,8 @@ func DefaultSpec(rootfs string, args ...string) *specs.Spec {
 }
 
 // IdleArgs is an init that idles until the sandbox is destroyed, for a
-// root with a POSIX sleep: a Manager's commands run beside it.
-var IdleArgs = []string{"sleep", "2147483647"}
+// root with a POSIX shell: a Manager's commands run beside it. It reaps:
+// what a command leaves behind is reparented to the sandbox's init, and
+// once killed must not linger as zombies holding pids (a shell's wait
+// reaps any child while one of its jobs runs).
+var IdleArgs = []string{"/bin/sh", "-c", "while :; do sleep 3600 & wait; done"}

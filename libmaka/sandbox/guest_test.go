@@ -1,0 +1,257 @@
+package sandbox
+
+// Tests that launch real sandboxes. They run only in the project's test
+// guest (tests/integration/api.bats runs this package's test binary there
+// with MAKA_GUEST_TESTS=1): never on a host whose cgroups belong to others.
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maka-runtime/maka/specconv"
+)
+
+func TestMain(m *testing.M) {
+	Init() // the test binary is also the sandboxes' init
+	os.Exit(m.Run())
+}
+
+// guestManager opens a Manager on fresh state directories, or skips the
+// test outside the guest.
+func guestManager(t *testing.T, opts Options) (*Manager, string) {
+	t.Helper()
+	if os.Getenv("MAKA_GUEST_TESTS") != "1" {
+		t.Skip("launches sandboxes: run in the test guest (tests/integration/api.bats)")
+	}
+	rootfs := os.Getenv("MAKA_ROOTFS")
+	if rootfs == "" {
+		t.Fatal("MAKA_ROOTFS: the test root filesystem is not set")
+	}
+	// Searchable by others: the sandbox's root is an unprivileged host
+	// user, and its root's scaffold lives in the state dir.
+	dir, err := os.MkdirTemp("", "maka-api-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	opts.Root, opts.StateDir = filepath.Join(dir, "root"), filepath.Join(dir, "state")
+	m, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, rootfs
+}
+
+func launchIdle(t *testing.T, m *Manager, rootfs, id string) *Sandbox {
+	t.Helper()
+	s, err := m.Launch(context.Background(), Request{ID: id, Bundle: "/", Spec: DefaultSpec(rootfs, IdleArgs...)})
+	if err != nil {
+		t.Fatalf("launch %s: %v", id, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Destroy(); err != nil {
+			t.Errorf("destroy %s: %v", id, err)
+		}
+	})
+	return s
+}
+
+// leftovers lists what is left of sandbox id on the host.
+func leftovers(m *Manager, s *Sandbox) []string {
+	var left []string
+	if _, err := os.Stat(s.launched.Container.CgroupPath()); err == nil {
+		left = append(left, "cgroup "+s.launched.Container.CgroupPath())
+	}
+	if _, err := os.Stat(filepath.Join(m.rt.Root, s.ID())); err == nil {
+		left = append(left, "state dir")
+	}
+	if store, err := m.rt.Store(false); err == nil && store != nil {
+		if rec, _ := store.Get(s.ID()); rec != nil {
+			left = append(left, "record")
+		}
+	}
+	return left
+}
+
+func TestGuestExec(t *testing.T) {
+	m, rootfs := guestManager(t, Options{})
+	s := launchIdle(t, m, rootfs, "api-exec")
+	ctx := context.Background()
+
+	// A string runs through sh -c, in /maka/work, with the declared env.
+	r, err := s.Exec(ctx, Command{Shell: `echo out; echo err >&2; pwd; echo "$GREETING"; exit 3`, Env: []string{"GREETING=hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ExitCode != 3 || string(r.Stdout) != "out\n/maka/work\nhi\n" || string(r.Stderr) != "err\n" {
+		t.Errorf("sh -c: exit %d stdout %q stderr %q", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	// A list executes directly: no shell interprets it.
+	if _, err := s.Exec(ctx, Command{Shell: "mkdir -p /maka/work/sub"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.Exec(ctx, Command{Args: []string{"echo", "$HOME", "a;b"}, Cwd: "sub"})
+	if err != nil || string(r.Stdout) != "$HOME a;b\n" {
+		t.Errorf("argv: %v %q", err, r.Stdout)
+	}
+	r, err = s.Exec(ctx, Command{Args: []string{"pwd"}, Cwd: "sub"})
+	if err != nil || string(r.Stdout) != "/maka/work/sub\n" {
+		t.Errorf("relative cwd: %v %q", err, r.Stdout)
+	}
+	// Stdin reaches the command.
+	r, err = s.Exec(ctx, Command{Args: []string{"cat"}, Stdin: strings.NewReader("fed\n")})
+	if err != nil || string(r.Stdout) != "fed\n" {
+		t.Errorf("stdin: %v %q", err, r.Stdout)
+	}
+	// A signal's death is 128+N.
+	r, err = s.Exec(ctx, Command{Shell: "kill -9 $$"})
+	if err != nil || r.ExitCode != 137 {
+		t.Errorf("killed by SIGKILL: %v exit %d", err, r.ExitCode)
+	}
+
+	// Everything the command started, detached included, is gone before
+	// the reply: no process and no child cgroup left.
+	r, err = s.Exec(ctx, Command{Shell: "sleep 1000 </dev/null >/dev/null 2>&1 & (sleep 999 &) ; echo started"})
+	if err != nil || string(r.Stdout) != "started\n" {
+		t.Fatalf("detached children: %v %q", err, r.Stdout)
+	}
+	cg := s.launched.Container.CgroupPath()
+	procs, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
+	for _, pid := range strings.Fields(string(procs)) {
+		cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		if strings.Contains(string(cmdline), "sleep\x00100") || strings.Contains(string(cmdline), "sleep\x00999") {
+			t.Errorf("after the reply the command's child %s (%q) still runs", pid, cmdline)
+		}
+	}
+	subs, _ := filepath.Glob(filepath.Join(cg, "maka-cmd-*"))
+	if len(subs) != 0 {
+		t.Errorf("command cgroups left: %q", subs)
+	}
+
+	// A timeout over the maximum is refused before anything runs.
+	if _, err := s.Exec(ctx, Command{Shell: "touch /maka/work/ran", Timeout: 181 * time.Second}); !errors.Is(err, ErrTimeoutTooLong) {
+		t.Errorf("timeout over the maximum: %v", err)
+	}
+	if r, _ := s.Exec(ctx, Command{Shell: "test -e /maka/work/ran; echo $?"}); string(r.Stdout) != "1\n" {
+		t.Errorf("the refused command ran: %q", r.Stdout)
+	}
+}
+
+func TestGuestOutputLimit(t *testing.T) {
+	m, rootfs := guestManager(t, Options{OutputLimit: 64 << 10})
+	s := launchIdle(t, m, rootfs, "api-cap")
+	ctx := context.Background()
+	// Over the cap (stdout and stderr together): an explicit error, the
+	// command killed; the sandbox lives on.
+	_, err := s.Exec(ctx, Command{Shell: "head -c 40000 /dev/zero; head -c 40000 /dev/zero >&2; sleep 100"})
+	if !errors.Is(err, ErrOutputLimit) {
+		t.Fatalf("80000 bytes under a 65536-byte cap: %v", err)
+	}
+	r, err := s.Exec(ctx, Command{Shell: "head -c 65536 /dev/zero", OutputLimit: 65536})
+	if err != nil || len(r.Stdout) != 65536 {
+		t.Errorf("exactly the cap: %v, %d bytes", err, len(r.Stdout))
+	}
+	_, err = s.Exec(ctx, Command{Shell: "head -c 100 /dev/zero", OutputLimit: 99})
+	if !errors.Is(err, ErrOutputLimit) {
+		t.Errorf("a per-command cap: %v", err)
+	}
+}
+
+func TestGuestDeadlines(t *testing.T) {
+	m, rootfs := guestManager(t, Options{})
+	s := launchIdle(t, m, rootfs, "api-deadline")
+	ctx := context.Background()
+	// Two commands at once are serialised: the second waits for the
+	// first, its deadline running; it is refused, never run, and the
+	// sandbox lives.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var first *Result
+	var firstErr error
+	go func() {
+		defer wg.Done()
+		first, firstErr = s.Exec(ctx, Command{Shell: "sleep 4; echo first", Timeout: 60 * time.Second})
+	}()
+	time.Sleep(time.Second) // the first holds the sandbox
+	t0 := time.Now()
+	_, err := s.Exec(ctx, Command{Shell: "touch /maka/work/second", Timeout: time.Second})
+	if !errors.Is(err, ErrNotDispatched) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a queued command past its deadline: %v", err)
+	}
+	if d := time.Since(t0); d > 2500*time.Millisecond {
+		t.Errorf("the queued command's 1 s deadline held for %s", d)
+	}
+	wg.Wait()
+	if firstErr != nil || string(first.Stdout) != "first\n" {
+		t.Errorf("the first command: %v %+v", firstErr, first)
+	}
+	if r, err := s.Exec(ctx, Command{Shell: "test -e /maka/work/second; echo $?"}); err != nil || string(r.Stdout) != "1\n" {
+		t.Errorf("the refused command ran (or the sandbox died): %v %+v", err, r)
+	}
+
+	// A deadline after dispatch destroys the whole sandbox.
+	t0 = time.Now()
+	_, err = s.Exec(ctx, Command{Shell: "sleep 100", Timeout: 2 * time.Second})
+	if !errors.Is(err, ErrSandboxDestroyed) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a command past its deadline: %v", err)
+	}
+	if d := time.Since(t0); d > 15*time.Second {
+		t.Errorf("the 2 s deadline held for %s", d)
+	}
+	if left := leftovers(m, s); len(left) > 0 {
+		t.Errorf("after the deadline, left of the sandbox: %q", left)
+	}
+	if _, err := s.Exec(ctx, Command{Shell: "true"}); !errors.Is(err, ErrGone) {
+		t.Errorf("a command on a destroyed sandbox: %v", err)
+	}
+	// A cancelled context is a deadline too.
+	s2 := launchIdle(t, m, rootfs, "api-cancel")
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(time.Second, cancel)
+	if _, err := s2.Exec(cctx, Command{Shell: "sleep 100"}); !errors.Is(err, ErrSandboxDestroyed) || !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled command: %v", err)
+	}
+}
+
+func TestGuestViolationAndRefusal(t *testing.T) {
+	m, rootfs := guestManager(t, Options{})
+	ctx := context.Background()
+	// A refused configuration: a typed error with its items, nothing made.
+	spec := DefaultSpec(rootfs, IdleArgs...)
+	spec.Process.Capabilities.Bounding = []string{"CAP_SYS_ADMIN"}
+	_, err := m.Launch(ctx, Request{ID: "api-refused", Bundle: "/", Spec: spec})
+	var rejected *specconv.RejectedError
+	if !errors.As(err, &rejected) || len(rejected.Verdict.Items) == 0 {
+		t.Fatalf("CAP_SYS_ADMIN under restricted: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(m.rt.Root, "api-refused")); err == nil {
+		t.Error("a refused launch left its state")
+	}
+	// A watched syscall under restricted (onViolation kill): the monitor
+	// destroys the sandbox; the error carries the record.
+	s := launchIdle(t, m, rootfs, "api-violation")
+	_, err = s.Exec(ctx, Command{Args: []string{"unshare", "-U", "true"}})
+	var v *BoundaryViolation
+	if !errors.As(err, &v) || v.Code() != "SANDBOX_BOUNDARY_VIOLATION" || v.Record.Syscall != "unshare" {
+		t.Fatalf("unshare under restricted: %v", err)
+	}
+	recs, err := s.Violations()
+	if err != nil || len(recs) == 0 || recs[0].Syscall != "unshare" {
+		t.Errorf("violations: %v %+v", err, recs)
+	}
+	if err := s.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(m, s); len(left) > 0 {
+		t.Errorf("after Destroy, left of the sandbox: %q", left)
+	}
+}
