@@ -1,19 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	units "github.com/docker/go-units"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 // The repeatable flags' long and short forms are two flags sharing one
@@ -33,6 +37,15 @@ var execCommand = &cli.Command{
 capabilities) with the command and the flags below applied, or the whole
 process given by --process (runtime-spec's process object). In the foreground
 maka relays signals and the terminal and exits with the process's status.
+
+With --timeout or --output-limit the command is bounded, as an agent's tool
+call: a relative --cwd resolves under /maka/work (and must stay below it),
+bounded commands on one container run one at a time, the deadline includes
+the wait for the others (a command still waiting when it passes never runs),
+a command past its deadline kills the whole sandbox, stdout and stderr are
+captured up to the limit together (default 1 MiB; more fails with exit 255,
+never truncated), and the command runs in a child cgroup of its own: every
+process it started, detached ones included, is killed before maka exits.
 
 EXAMPLE:
        # maka exec -t box1 sh
@@ -57,6 +70,8 @@ EXAMPLE:
 		&cli.IntFlag{Name: "preserve-fds", Usage: "pass N additional file descriptors to the process"},
 		&cli.BoolFlag{Name: "ignore-paused", Usage: "allow exec in a paused container"},
 		&cli.StringFlag{Name: "cgroup", Usage: "run the process in this existing sub-cgroup of the container's cgroup (a path relative to it)"},
+		&cli.DurationFlag{Name: "timeout", Usage: "bounded command: the deadline, waiting for other bounded commands included (at most 180s; after dispatch it kills the sandbox)"},
+		&cli.StringFlag{Name: "output-limit", Usage: "bounded command: cap stdout and stderr together (e.g. 1MiB; more fails, never truncated)"},
 	},
 	SkipFlagParsing: false,
 	Action: func(c *cli.Context) error {
@@ -129,6 +144,10 @@ func execProcess(c *cli.Context) (int, error) {
 			return 1, err
 		}
 	}
+	if c.IsSet("timeout") || c.IsSet("output-limit") {
+		op.End()
+		return execBounded(c, ctr, ps)
+	}
 	process, err := specconv.NewProcess(ps, false)
 	if err != nil {
 		return 1, err
@@ -199,6 +218,10 @@ func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
 		return &p, nil
 	}
 	args := c.Args().Tail()
+	if len(args) > 0 && args[0] == "--" {
+		// `maka exec ID -- CMD -x`: "--" ends maka's options.
+		args = args[1:]
+	}
 	if len(args) == 0 {
 		return nil, fmt.Errorf("exec: no command given (and no --process)")
 	}
@@ -206,8 +229,19 @@ func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
 	p.Args = args
 	p.Terminal = c.Bool("tty")
 	p.ConsoleSize = nil
-	if cwd := c.String("cwd"); cwd != "" {
+	// A bounded command's relative cwd is below /maka/work, its default.
+	bounded := c.IsSet("timeout") || c.IsSet("output-limit")
+	switch cwd := c.String("cwd"); {
+	case cwd != "" && bounded:
+		resolved, err := sandbox.CommandCwd(cwd)
+		if err != nil {
+			return nil, fmt.Errorf("--cwd: %w", err)
+		}
+		p.Cwd = resolved
+	case cwd != "":
 		p.Cwd = cwd
+	case bounded:
+		p.Cwd = sandbox.WorkDir
 	}
 	p.Env = sandbox.MergeEnv(p.Env, c.StringSlice("env"))
 	if u := c.String("user"); u != "" {
@@ -303,4 +337,55 @@ func execSubCgroup(dir, sub string) (string, error) {
 		return "", fmt.Errorf("--cgroup %q: no such sub-cgroup of the container's cgroup", sub)
 	}
 	return rel, nil
+}
+
+// execBounded runs ps as a bounded command (--timeout, --output-limit):
+// sandbox.ExecQueued's semantics, its output written once it is complete.
+// A deadline after dispatch kills every process of the sandbox (it stays,
+// stopped, for its owner's `maka delete`).
+func execBounded(c *cli.Context, ctr *libmaka.Container, ps *specs.Process) (int, error) {
+	for _, f := range []string{"tty", "detach", "console-socket", "pid-file", "preserve-fds", "cgroup"} {
+		if c.IsSet(f) {
+			return 1, fmt.Errorf("--%s: a bounded command (--timeout, --output-limit) captures its output and runs in a cgroup of its own: drop --%s", f, f)
+		}
+	}
+	timeout := c.Duration("timeout")
+	switch {
+	case !c.IsSet("timeout"):
+		timeout = sandbox.DefaultMaxTimeout
+	case timeout <= 0:
+		return 1, fmt.Errorf("--timeout %s: must be positive", timeout)
+	case timeout > sandbox.DefaultMaxTimeout:
+		return 1, fmt.Errorf("--timeout %s: %w of %s", timeout, sandbox.ErrTimeoutTooLong, sandbox.DefaultMaxTimeout)
+	}
+	limit := int64(sandbox.DefaultOutputLimit)
+	if c.IsSet("output-limit") {
+		n, err := units.RAMInBytes(c.String("output-limit"))
+		if err != nil || n <= 0 {
+			return 1, fmt.Errorf("--output-limit %q: want a positive size such as 64KiB or 1MiB", c.String("output-limit"))
+		}
+		limit = n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	// ^C or a TERM is a cancellation, as a deadline.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	res, err := sandbox.ExecQueued(ctx, ctr, ps, os.Stdin, limit, func() error {
+		return ctr.Kill(sandbox.KillTimeout)
+	})
+	if err != nil {
+		return 1, err
+	}
+	os.Stdout.Write(res.Stdout)
+	os.Stderr.Write(res.Stderr)
+	return res.ExitCode, nil
 }

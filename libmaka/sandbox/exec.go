@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -93,15 +95,25 @@ func (s *Sandbox) Exec(ctx context.Context, cmd Command) (*Result, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("sandbox %s: %w", s.ID(), ErrGone)
 	}
-	s.seq++
-	sub := fmt.Sprintf("maka-cmd-%d", s.seq)
 	s.mu.Unlock()
 	select {
 	case <-s.initDone:
 		return nil, fmt.Errorf("sandbox %s: %w: its process has exited%s", s.ID(), ErrGone, s.killedBy())
 	default:
 	}
-	return s.run(ctx, ps, cmd.Stdin, sub, limit)
+	res, err := ExecQueued(ctx, s.launched.Container, ps, cmd.Stdin, limit, func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.destroyLocked()
+	})
+	// Under onViolation kill the monitor destroyed the whole sandbox: the
+	// violation is the answer.
+	if s.launched.mon != nil {
+		if k := s.launched.mon.Err(); k != nil {
+			return nil, k
+		}
+	}
+	return res, err
 }
 
 // commandSpec is the process to run for cmd, held to the sandbox's policy
@@ -132,7 +144,7 @@ func (s *Sandbox) commandSpec(cmd Command) (*specs.Process, int64, time.Duration
 	default:
 		return nil, 0, 0, errors.New("command: empty (give Shell or Args)")
 	}
-	cwd, err := commandCwd(cmd.Cwd)
+	cwd, err := CommandCwd(cmd.Cwd)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -151,9 +163,9 @@ func (s *Sandbox) commandSpec(cmd Command) (*specs.Process, int64, time.Duration
 	return &ps, limit, timeout, nil
 }
 
-// commandCwd resolves a command's working directory: absolute as given,
+// CommandCwd resolves a command's working directory: absolute as given,
 // relative below WorkDir and never above it.
-func commandCwd(cwd string) (string, error) {
+func CommandCwd(cwd string) (string, error) {
 	if cwd == "" {
 		return WorkDir, nil
 	}
@@ -167,16 +179,26 @@ func commandCwd(cwd string) (string, error) {
 	return p, nil
 }
 
-// run starts ps in the child cgroup sub and collects its output.
-func (s *Sandbox) run(ctx context.Context, ps *specs.Process, stdin io.Reader, sub string, limit int64) (*Result, error) {
-	ctr := s.launched.Container
+// commandSeq numbers the commands' child cgroups within this process.
+var commandSeq atomic.Int64
+
+// RunBounded runs ps (held to the sandbox's policy already) in ctr, in a
+// child cgroup of the sandbox's of its own, and returns once it and every
+// process it started are gone; stdout and stderr are collected up to limit
+// bytes together (more fails with ErrOutputLimit: the command is killed,
+// nothing is returned). If ctx ends while it runs, destroy is called: a
+// deadline after dispatch destroys the sandbox (ErrSandboxDestroyed).
+// Sandbox.Exec and `maka exec --timeout/--output-limit` run commands so.
+func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, stdin io.Reader, limit int64, destroy func() error) (*Result, error) {
+	id := ctr.ID()
 	cgroup := ctr.CgroupPath()
 	if cgroup == "" {
-		return nil, fmt.Errorf("sandbox %s: its cgroup is not known", s.ID())
+		return nil, fmt.Errorf("sandbox %s: its cgroup is not known", id)
 	}
+	sub := fmt.Sprintf("maka-cmd-%d-%d", os.Getpid(), commandSeq.Add(1))
 	subDir := filepath.Join(cgroup, sub)
 	if err := os.Mkdir(subDir, 0o755); err != nil {
-		return nil, fmt.Errorf("sandbox %s: command cgroup: %w", s.ID(), err)
+		return nil, fmt.Errorf("sandbox %s: command cgroup: %w", id, err)
 	}
 	// Whatever happens below, nothing the command started outlives it.
 	defer killCgroup(subDir)
@@ -213,7 +235,7 @@ func (s *Sandbox) run(ctx context.Context, ps *specs.Process, stdin io.Reader, s
 	errW.Close()
 	inFile.Close()
 	if err != nil {
-		return nil, fmt.Errorf("sandbox %s: exec: %w", s.ID(), err)
+		return nil, fmt.Errorf("sandbox %s: exec: %w", id, err)
 	}
 	if feed != nil {
 		go feed()
@@ -234,19 +256,17 @@ func (s *Sandbox) run(ctx context.Context, ps *specs.Process, stdin io.Reader, s
 		killCgroup(subDir)
 		<-exited
 		readers.Wait()
-		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes; the command was killed", s.ID(), ErrOutputLimit, limit)
+		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes; the command was killed", id, ErrOutputLimit, limit)
 	case <-ctx.Done():
 		// After dispatch a deadline destroys the sandbox: what the command
 		// started is not known to be stoppable short of that.
-		s.mu.Lock()
-		derr := s.destroyLocked()
-		s.mu.Unlock()
+		derr := destroy()
 		<-exited
 		readers.Wait()
 		if derr != nil {
-			return nil, fmt.Errorf("sandbox %s: the command ran past its deadline (%w) and destroying the sandbox failed: %v", s.ID(), ctx.Err(), derr)
+			return nil, fmt.Errorf("sandbox %s: the command ran past its deadline (%w) and destroying the sandbox failed: %v", id, ctx.Err(), derr)
 		}
-		return nil, fmt.Errorf("sandbox %s: %w: the command ran past its deadline: %w", s.ID(), ErrSandboxDestroyed, ctx.Err())
+		return nil, fmt.Errorf("sandbox %s: %w: the command ran past its deadline: %w", id, ErrSandboxDestroyed, ctx.Err())
 	}
 	// The command's process is gone; so must be all it started, before
 	// the reply (a detached child would hold the pipes, and run on).
@@ -256,14 +276,8 @@ func (s *Sandbox) run(ctx context.Context, ps *specs.Process, stdin io.Reader, s
 	_ = outR.SetReadDeadline(time.Now().Add(time.Second))
 	_ = errR.SetReadDeadline(time.Now().Add(time.Second))
 	readers.Wait()
-	// Under onViolation kill the monitor destroyed the whole sandbox.
-	if s.launched.mon != nil {
-		if k := s.launched.mon.Err(); k != nil {
-			return nil, k
-		}
-	}
 	if out.exceeded() {
-		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes", s.ID(), ErrOutputLimit, limit)
+		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes", id, ErrOutputLimit, limit)
 	}
 	return &Result{ExitCode: exitCode(st), Stdout: out.stdout.Bytes(), Stderr: out.stderr.Bytes(), Duration: time.Since(start)}, nil
 }
@@ -279,11 +293,19 @@ func (s *Sandbox) killedBy() string {
 	return ""
 }
 
-// stdinOf is the command's stdin: /dev/null, or a pipe fed from r.
+// stdinOf is the command's stdin: /dev/null, a file as it is (a copy of
+// its descriptor), or a pipe fed from r.
 func stdinOf(r io.Reader) (*os.File, func(), error) {
-	if r == nil {
-		f, err := os.Open(os.DevNull)
-		return f, nil, err
+	switch f := r.(type) {
+	case nil:
+		null, err := os.Open(os.DevNull)
+		return null, nil, err
+	case *os.File:
+		fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		return os.NewFile(uintptr(fd), f.Name()), nil, nil
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -373,4 +395,49 @@ func MergeEnv(env, overrides []string) []string {
 		}
 	}
 	return out
+}
+
+// execLockFile, in a container's state directory, serialises bounded
+// commands across processes (a Manager's and `maka exec --timeout`).
+const execLockFile = "exec.lock"
+
+// acquireExecSlot waits, until ctx ends, to be the only bounded command of
+// the container whose state directory is dir; release ends the turn.
+func acquireExecSlot(ctx context.Context, dir string) (release func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, execLockFile), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// ExecQueued runs a bounded command (RunBounded) once no other bounded
+// command runs in ctr: the wait counts against ctx's deadline, and a
+// command whose deadline passes while it waits never runs
+// (ErrNotDispatched).
+func ExecQueued(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, stdin io.Reader, limit int64, destroy func() error) (*Result, error) {
+	release, err := acquireExecSlot(ctx, ctr.StateDir())
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("sandbox %s: %w: it waited for the sandbox until %w", ctr.ID(), ErrNotDispatched, ctx.Err())
+		}
+		return nil, fmt.Errorf("sandbox %s: %w", ctr.ID(), err)
+	}
+	defer release()
+	return RunBounded(ctx, ctr, ps, stdin, limit, destroy)
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"io"
 	"reflect"
@@ -29,13 +30,13 @@ func TestCommandCwd(t *testing.T) {
 		"/tmp":        "/tmp",
 		"/tmp/../etc": "/etc",
 	} {
-		if got, err := commandCwd(in); err != nil || got != want {
-			t.Errorf("commandCwd(%q) = %q, %v; want %q", in, got, err, want)
+		if got, err := CommandCwd(in); err != nil || got != want {
+			t.Errorf("CommandCwd(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"..", "../etc", "a/../../x", "./../work2"} {
-		if got, err := commandCwd(in); err == nil {
-			t.Errorf("commandCwd(%q) = %q: a relative cwd left /maka/work", in, got)
+		if got, err := CommandCwd(in); err == nil {
+			t.Errorf("CommandCwd(%q) = %q: a relative cwd left /maka/work", in, got)
 		}
 	}
 }
@@ -136,5 +137,43 @@ func TestCapped(t *testing.T) {
 	}
 	if c.stdout.String() != "123456" || c.stderr.String() != "7890" {
 		t.Errorf("kept %q / %q", c.stdout.String(), c.stderr.String())
+	}
+}
+
+// Bounded commands take turns, across descriptors (so across processes):
+// a second waits, its deadline running, and gets the slot once released.
+func TestExecSlot(t *testing.T) {
+	dir := t.TempDir()
+	release, err := acquireExecSlot(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := acquireExecSlot(ctx, dir); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second turn while the first runs: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		r, err := acquireExecSlot(context.Background(), dir)
+		if err == nil {
+			r()
+		}
+		got <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case err := <-got:
+		t.Fatalf("the second turn did not wait: %v", err)
+	default:
+	}
+	release()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second turn never came")
 	}
 }
