@@ -3,7 +3,9 @@
 # (guest_test.go, built by `make fixtures` into sandbox.test) and the
 # example program, run here in the guest.
 
+MAKA_POLICY=   # no --policy: the built-in default, restricted
 load helpers
+bats_require_minimum_version 1.5.0
 
 @test "Go API: launch, bounded commands (output cap, deadlines, queue), detached children killed, violations typed, nothing left" {
   run env MAKA_GUEST_TESTS=1 MAKA_ROOTFS="$MAKA_ROOTFS" "$MAKA_FIXTURES/sandbox.test" -test.v -test.run Guest -test.timeout 600s
@@ -26,4 +28,43 @@ load helpers
   [ -z "$output" ]
   [ ! -e /run/maka/tool-1 ]
   [ -z "$(find /sys/fs/cgroup -name tool-1 -type d)" ]
+}
+
+@test "maka exec --timeout/--output-limit: bounded commands from the CLI (cwd, children killed, cap, maximum, deadline kills the sandbox)" {
+  make_bundle "$BATS_TEST_TMPDIR/b" /bin/sh -c 'while :; do sleep 3600 & wait; done'
+  maka_io run -d --bundle "$BATS_TEST_TMPDIR/b" cli-bounded
+  # Runs in /maka/work, a relative --cwd below it; a detached child is
+  # killed before maka returns (seen from the host: no such process).
+  run maka exec --timeout 60s cli-bounded -- sh -c 'mkdir -p job'
+  [ "$status" -eq 0 ]
+  run --separate-stderr maka exec --timeout 60s --cwd job cli-bounded -- sh -c 'pwd; echo err >&2; sleep 1000 </dev/null >/dev/null 2>&1 & echo bg; exit 4'
+  echo "$output / $stderr"
+  [ "$status" -eq 4 ]
+  [ "$output" = "/maka/work/job
+bg" ]
+  [ "$stderr" = "err" ]
+  [ -z "$(pgrep -fx 'sleep 1000' || true)" ]
+  [ -z "$(find "$(cgroup_dir_of cli-bounded)" -mindepth 1 -type d -name 'maka-cmd-*')" ]
+  # A relative --cwd may not leave /maka/work.
+  run maka exec --timeout 60s --cwd ../.. cli-bounded -- pwd
+  [ "$status" -eq 255 ]
+  [[ "$output" == *"--cwd"*"below /maka/work"* ]]
+  # Over the cap: exit 255 and an explicit error, never truncated output.
+  run --separate-stderr maka exec --output-limit 1KiB cli-bounded -- head -c 5000 /dev/zero
+  [ "$status" -eq 255 ]
+  [ -z "$output" ]
+  [[ "$stderr" == *"output over the limit"*"1024 bytes"* ]]
+  # A timeout above the maximum is refused before anything runs.
+  run maka exec --timeout 181s cli-bounded -- touch /maka/work/ran
+  [ "$status" -eq 255 ]
+  [[ "$output" == *"timeout above the maximum of 3m0s"* ]]
+  run maka exec cli-bounded test -e /maka/work/ran
+  [ "$status" -eq 1 ]
+  # Past its deadline after dispatch the whole sandbox is killed.
+  run maka exec --timeout 3s cli-bounded -- sleep 100
+  [ "$status" -eq 255 ]
+  [[ "$output" == *"the sandbox was destroyed"*"deadline"* ]]
+  wait_for_status cli-bounded stopped
+  maka delete cli-bounded
+  assert_nothing_left cli-bounded
 }
