@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/opencontainers/cgroups"
 )
 
@@ -67,5 +68,20 @@ func TestCheckArgsNamesTheFullCommand(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("maka %s: err = %v, want %q", strings.Join(tc.args, " "), err, tc.want)
 		}
+	}
+}
+
+func TestDenialSummary(t *testing.T) {
+	recs := []monitor.Record{
+		{Type: "syscall", Action: "deny", Syscall: "unshare"},
+		{Type: "syscall", Action: "deny", Syscall: "mount"},
+		{Type: "limit", Action: "audit", Kind: "pids.max"},
+		{Type: "syscall", Action: "deny", Syscall: "unshare"},
+	}
+	if got, want := denialSummary(recs), "3 call(s) denied: unshare x2, mount x1"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := denialSummary(recs[2:3]); got != "" {
+		t.Errorf("nothing denied: %q", got)
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runc/libcontainer"
@@ -135,6 +137,13 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	// The monitor records the peak usage before the cgroup goes, and says
 	// whether it killed the sandbox.
 	werr := s.Finish()
+	// Under deny the run went on: say once what was refused on the way
+	// (the records outlive the container: maka violations ID).
+	if recs, err := monitor.ReadJournal(filepath.Join(s.Container.StateDir(), monitor.JournalFile)); err == nil && werr == nil {
+		if sum := denialSummary(recs); sum != "" {
+			fmt.Fprintf(os.Stderr, "maka: run %s: %s (maka violations %s)\n", id, sum, id)
+		}
+	}
 	endForeground(rt, s.Container, c.Bool("keep"))
 	return status, werr
 }

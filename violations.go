@@ -1,13 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
+	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -16,22 +19,33 @@ import (
 var violationsCommand = &cli.Command{
 	Name:      "violations",
 	Usage:     "print what a container tried against its boundary (watched syscalls, limits, audited writes)",
-	ArgsUsage: "<container-id>",
+	ArgsUsage: "<container-id>  ||  --prune [--older-than DURATION]",
 	Description: `The violations command prints the container's violation records, oldest
 first: watched syscalls it attempted (mount, unshare, ptrace, bpf, module
 loads, ...), limits it hit (oom_kill, pids.max, timeout) and, with file audit
 on, writes aimed at read-only places. They are kept in
-<root>/<container-id>/violations.jsonl until the container is deleted.
+<root>/<container-id>/violations.jsonl while the container exists.
 When the container has stopped, <root>/<container-id>/peak.json holds its
 peak usage (memory, pids, each tmpfs) and, if the monitor destroyed it,
 how long it took to empty (killed.emptyAfterMs).
+
+Both outlive the container: when it is deleted (or a foreground run ends,
+or recover reaps it) they are kept in the contract store (--state-dir),
+and violations ID prints the last instance of ID that recorded something.
+They are kept for 7 days, and at most the last 20 instances of an id;
+--prune removes those older than --older-than (default 7 days) now.
 
 EXAMPLE:
        # maka violations --format json box1`,
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "table or json"},
+		&cli.BoolFlag{Name: "prune", Usage: "remove the kept violations of deleted containers older than --older-than"},
+		&cli.DurationFlag{Name: "older-than", Value: libmaka.HistoryRetention, Usage: "with --prune: the age of what is removed"},
 	},
 	Action: func(c *cli.Context) error {
+		if c.Bool("prune") {
+			return pruneViolations(c)
+		}
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
@@ -39,13 +53,13 @@ EXAMPLE:
 		if format != "table" && format != "json" {
 			return fmt.Errorf("--format: unknown format %q (want table or json)", format)
 		}
-		ctr, err := loadContainer(c)
+		journal, err := journalOf(c, c.Args().First())
 		if err != nil {
 			return err
 		}
-		recs, err := monitor.ReadJournal(filepath.Join(ctr.StateDir(), monitor.JournalFile))
+		recs, err := monitor.ReadJournal(journal)
 		if err != nil {
-			return fmt.Errorf("violations %s: %w", ctr.ID(), err)
+			return fmt.Errorf("violations %s: %w", c.Args().First(), err)
 		}
 		if format == "json" {
 			return printJSON(recs)
@@ -148,4 +162,90 @@ func (jf *journalFollower) run(out chan<- monitor.Record) {
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 		}
 	}
+}
+
+// journalOf is the violation journal of container id: the live one, or
+// else the one kept of its last instance.
+func journalOf(c *cli.Context, id string) (string, error) {
+	ctr, err := loadContainer(c)
+	if err == nil {
+		return filepath.Join(ctr.StateDir(), monitor.JournalFile), nil
+	}
+	if !errors.Is(err, libmaka.ErrNotExist) {
+		return "", err
+	}
+	rt, rerr := runtimeOf(c)
+	if rerr != nil {
+		return "", rerr
+	}
+	store, serr := rt.Store(false)
+	if serr != nil || store == nil || !libmaka.ValidID(id) {
+		return "", err
+	}
+	hist, herr := store.History(id)
+	if herr != nil {
+		return "", herr
+	}
+	if len(hist) == 0 {
+		return "", err
+	}
+	// The last instance: its journal may be absent (only a peak was kept),
+	// which reads as no records.
+	return filepath.Join(hist[len(hist)-1].Dir, monitor.JournalFile), nil
+}
+
+// pruneViolations removes what is kept of deleted containers older than
+// --older-than.
+func pruneViolations(c *cli.Context) error {
+	if err := checkArgs(c, 0, exactArgs); err != nil {
+		return fmt.Errorf("--prune takes no container id: it prunes every kept instance older than --older-than")
+	}
+	age := c.Duration("older-than")
+	if age < 0 {
+		return fmt.Errorf("--older-than %s: must not be negative", age)
+	}
+	rt, err := runtimeOf(c)
+	if err != nil {
+		return err
+	}
+	store, err := rt.Store(false)
+	if err != nil || store == nil {
+		return err
+	}
+	n, err := store.PruneHistory(time.Now().Add(-age))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "violations: pruned %d kept instance(s)\n", n)
+	return nil
+}
+
+// denialSummary is one line saying what the monitor denied (deny mode),
+// grouped by syscall in the order first seen: "" if nothing.
+func denialSummary(recs []monitor.Record) string {
+	counts := map[string]int{}
+	var order []string
+	for _, r := range recs {
+		if r.Action != monitor.ActionDeny {
+			continue
+		}
+		what := r.Syscall
+		if what == "" {
+			what = r.Type
+		}
+		if counts[what] == 0 {
+			order = append(order, what)
+		}
+		counts[what]++
+	}
+	if len(order) == 0 {
+		return ""
+	}
+	total := 0
+	parts := make([]string, len(order))
+	for i, w := range order {
+		parts[i] = fmt.Sprintf("%s x%d", w, counts[w])
+		total += counts[w]
+	}
+	return fmt.Sprintf("%d call(s) denied: %s", total, strings.Join(parts, ", "))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/utils"
 	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 )
 
@@ -365,10 +366,28 @@ func (c *Container) Destroy() error {
 	if cg != nil {
 		defer cg.Close()
 	}
+	c.archive()
 	if err := c.Container.Destroy(); err != nil {
 		return fmt.Errorf("delete %s: %w", c.ID(), err)
 	}
 	return nil
+}
+
+// archive keeps the container's violations and peak in the store's history
+// before its state goes. A failure is logged: it never keeps a container
+// from being removed.
+func (c *Container) archive() {
+	store, err := c.rt.Store(false)
+	if err != nil || store == nil {
+		return
+	}
+	rec, err := store.Get(c.ID())
+	if err == nil && rec != nil {
+		err = store.Archive(c.ID(), rec.Created, c.StateDir())
+	}
+	if err != nil {
+		logrus.Warnf("container %s: %v", c.ID(), err)
+	}
 }
 
 // writeJSONAtomic writes v to path through a temporary file and a rename.

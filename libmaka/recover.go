@@ -46,6 +46,9 @@ func (rt *Runtime) reap(lock *Lock, rec *ContainerRecord) error {
 	if err := unmountBelow(stateDir); err != nil {
 		return err
 	}
+	if err := lock.store.Archive(rec.ID, rec.Created, stateDir); err != nil {
+		logrus.Warnf("container %s: %v", rec.ID, err)
+	}
 	if err := os.RemoveAll(stateDir); err != nil {
 		return fmt.Errorf("container %s: remove state: %w", rec.ID, err)
 	}

@@ -125,6 +125,33 @@ assert_sandbox_gone() {
   assert_nothing_left vd-sys
   run pgrep -f -- "monitor .* vd-sys\$"
   [ "$status" -eq 1 ]   # the monitor went with the container
+  # The records outlive the container, kept in the contract store.
+  run violations vd-sys
+  [ "$status" -eq 0 ]
+  jq -e '[.[] | .syscall] == ["mount", "unshare", "clone", "ptrace", "bpf", "finit_module"]' <<<"$output"
+}
+
+@test "a foreground run under deny says what was denied when it exits; its records outlive it until pruned" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'escape unshare mount unshare; echo done'
+  run --separate-stderr maka --policy "$BATS_FILE_TMPDIR/deny.json" run --bundle "$BATS_TEST_TMPDIR/b" vd-fg
+  echo "$output / $stderr"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *done* ]]
+  [ "$(tail -1 <<<"$stderr")" = "maka: run vd-fg: 3 call(s) denied: unshare x2, mount x1 (maka violations vd-fg)" ]
+  assert_nothing_left vd-fg
+  run violations vd-fg
+  [ "$status" -eq 0 ]
+  jq -e '[.[] | .syscall] == ["unshare", "mount", "unshare"]' <<<"$output"
+  # Pruning: kept a week by default; --older-than 0s removes it now.
+  run maka violations --prune
+  [ "$status" -eq 0 ]
+  violations vd-fg
+  run maka violations --prune --older-than 0s
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"pruned "[1-9]* ]]
+  run maka violations vd-fg
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"vd-fg"*"does not exist"* ]]
 }
 
 @test "under kill (restricted) each watched syscall destroys the sandbox and run fails with SANDBOX_BOUNDARY_VIOLATION" {
