@@ -97,6 +97,7 @@ func newApp() *cli.App {
 			policyCommand,
 			psCommand,
 			recoverCommand,
+			purgeCommand,
 			restoreCommand,
 			resumeCommand,
 			runCommand,

@@ -255,3 +255,66 @@ func TestGuestViolationAndRefusal(t *testing.T) {
 		t.Errorf("after Destroy, left of the sandbox: %q", left)
 	}
 }
+
+func TestGuestOwners(t *testing.T) {
+	m, rootfs := guestManager(t, Options{})
+	ctx := context.Background()
+	owner := &Owner{Scope: "ws-1", Thread: "t", Agent: "a", Call: "c1", Kind: "shell"}
+	req := Request{ID: "api-own", Bundle: "/", Spec: DefaultSpec(rootfs, IdleArgs...), Owner: owner}
+	s1, err := m.Launch(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Acquiring again with the same configuration reuses the live sandbox;
+	// another configuration is refused.
+	if again, err := m.Launch(ctx, req); err != nil || again != s1 {
+		t.Errorf("the same owner again: %v (same sandbox: %v)", err, again == s1)
+	}
+	other := req
+	other.Spec = DefaultSpec(rootfs, "sleep", "1000")
+	if _, err := m.Launch(ctx, other); err == nil || !strings.Contains(err.Error(), "another configuration") {
+		t.Errorf("the same owner, another configuration: %v", err)
+	}
+	// A second owner process (here a second Manager) is refused while the
+	// first lives, and purge reports it busy.
+	m2, err := Open(m.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m2.Launch(ctx, req); !errors.Is(err, ErrOwnerBusy) {
+		t.Errorf("a second owner: %v", err)
+	}
+	res, err := m2.Purge("ws-1")
+	if err != nil || len(res) != 1 || res[0].Result != "busy" {
+		t.Errorf("purge while the owner lives: %v %+v", err, res)
+	}
+	// The owner dies (its key's lock goes with its process; the key's
+	// file stays), and meanwhile its sandbox is deleted and the id taken
+	// by another sandbox: disposing of the stale instance must not touch
+	// that replacement.
+	s1.owner.f.Close()
+	s1.owner = nil
+	if err := s1.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	repl, err := m2.Launch(ctx, Request{ID: "api-own", Bundle: "/", Spec: DefaultSpec(rootfs, IdleArgs...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repl.Destroy()
+	res, err = m2.Purge("ws-1")
+	if err != nil || len(res) != 1 || res[0].Result != "purged" {
+		t.Errorf("purge after the owner died: %v %+v", err, res)
+	}
+	if r, err := repl.Exec(ctx, Command{Args: []string{"true"}}); err != nil || r.ExitCode != 0 {
+		t.Errorf("the replacement was touched by the purge: %v", err)
+	}
+	// The key is free again.
+	s3, err := m2.Launch(ctx, Request{ID: "api-own-2", Bundle: "/", Spec: DefaultSpec(rootfs, IdleArgs...), Owner: owner})
+	if err != nil {
+		t.Fatalf("the owner key after purge: %v", err)
+	}
+	if err := s3.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+}

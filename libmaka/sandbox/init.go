@@ -7,6 +7,7 @@ import (
 	// cgroup setup ("no device filter").
 	_ "github.com/opencontainers/cgroups/devices"
 	"github.com/opencontainers/runc/libcontainer"
+
 	// nsenter is libcontainer's C constructor that joins namespaces before
 	// the Go runtime starts in the re-executed init.
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"

@@ -63,7 +63,10 @@ type Launched struct {
 	Container *libmaka.Container
 	// Pid is the init's host pid.
 	Pid int
-	mon *monitor.Monitor // attached sandboxes only
+	// Created is when its record was first published: with the id, it
+	// names this instance of the sandbox.
+	Created time.Time
+	mon     *monitor.Monitor // attached sandboxes only
 }
 
 // InitProcess is the init's process of boundary b, as libcontainer starts
@@ -180,6 +183,9 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	}
 	if err = op.Commit(stage, l.Attached); err != nil {
 		return nil, err
+	}
+	if op.Record != nil {
+		s.Created = op.Record.Created
 	}
 	s.mon = w.mon
 	return s, nil

@@ -2,6 +2,9 @@ package sandbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -49,6 +52,9 @@ type Options struct {
 type Manager struct {
 	rt   *libmaka.Runtime
 	opts Options
+	mu   sync.Mutex
+	// owned are the live sandboxes launched with an owner, by key.
+	owned map[string]*Sandbox
 }
 
 // Open opens a Manager on a state root, a contract store and a policy. It
@@ -84,7 +90,7 @@ func Open(opts Options) (*Manager, error) {
 	if err := libmaka.HostUnfit(libmaka.CheckHostSupport(), false); err != nil {
 		return nil, err
 	}
-	return &Manager{rt: &libmaka.Runtime{Root: opts.Root, StateDir: opts.StateDir}, opts: opts}, nil
+	return &Manager{rt: &libmaka.Runtime{Root: opts.Root, StateDir: opts.StateDir}, opts: opts, owned: map[string]*Sandbox{}}, nil
 }
 
 // Request names the sandbox to launch: its id, and either a bundle
@@ -96,6 +102,10 @@ type Request struct {
 	ID     string
 	Bundle string
 	Spec   *specs.Spec
+	// Owner, if set, keys the sandbox to its user: while it lives, no
+	// other process may launch one for the same owner (ErrOwnerBusy), and
+	// launching again here with the same configuration returns it.
+	Owner *Owner
 }
 
 // Sandbox is a live sandbox of a Manager.
@@ -108,7 +118,10 @@ type Sandbox struct {
 	slot chan struct{}
 	mu   sync.Mutex
 	gone bool
-	seq  int
+	// owner is the owner key this sandbox holds (nil: none); digest the
+	// configuration it was launched with.
+	owner  *ownerLock
+	digest string
 }
 
 // Launch compiles the request's configuration into a boundary contract,
@@ -133,7 +146,70 @@ func (m *Manager) Launch(ctx context.Context, req Request) (*Sandbox, error) {
 			return nil, err
 		}
 	}
-	b, policy, err := Compile(spec, m.opts.Policy, req.ID, bundle, NeverPaths(m.rt.Root, m.rt.StateDir), libmaka.CheckHostSupport())
+	if req.Owner == nil {
+		return m.launch(req.ID, bundle, spec, nil, "")
+	}
+	return m.launchOwned(req, bundle, spec)
+}
+
+// launchOwned launches (or finds) the sandbox of an owner.
+func (m *Manager) launchOwned(req Request, bundle string, spec *specs.Spec) (*Sandbox, error) {
+	if req.Owner.Scope == "" {
+		return nil, errors.New("owner: a scope is required")
+	}
+	data, err := json.Marshal(struct {
+		ID, Bundle string
+		Spec       *specs.Spec
+	}{req.ID, bundle, spec})
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:])
+	key := req.Owner.key()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.owned[key]; s != nil && !s.isGone() {
+		if s.digest != digest {
+			return nil, fmt.Errorf("owner %s: its sandbox %s lives with another configuration (destroy it first)", req.Owner, s.ID())
+		}
+		return s, nil
+	}
+	dir, err := ownersDir(m.rt)
+	if err != nil {
+		return nil, err
+	}
+	l, err := lockOwner(dir, key)
+	if err != nil {
+		return nil, fmt.Errorf("owner %s: %w", req.Owner, err)
+	}
+	// A dead owner's sandbox not yet purged: that instance goes first
+	// (never a later sandbox of its id).
+	if prev, err := l.read(); err != nil || prev != nil {
+		if err == nil {
+			err = disposeInstance(m.rt, prev.ID, prev.Created)
+		}
+		if err != nil {
+			l.release(false)
+			return nil, fmt.Errorf("owner %s: its previous sandbox: %w", req.Owner, err)
+		}
+	}
+	s, err := m.launch(req.ID, bundle, spec, l, digest)
+	if err != nil {
+		l.release(true)
+		return nil, err
+	}
+	if err := l.write(ownerFile{Owner: *req.Owner, ID: req.ID, Created: s.launched.Created, Digest: digest}); err != nil {
+		_ = s.Destroy()
+		return nil, fmt.Errorf("owner %s: %w", req.Owner, err)
+	}
+	m.owned[key] = s
+	return s, nil
+}
+
+// launch compiles and launches one sandbox.
+func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *ownerLock, digest string) (*Sandbox, error) {
+	b, policy, err := Compile(spec, m.opts.Policy, id, bundle, NeverPaths(m.rt.Root, m.rt.StateDir), libmaka.CheckHostSupport())
 	if err != nil {
 		return nil, err
 	}
@@ -151,13 +227,13 @@ func (m *Manager) Launch(ctx context.Context, req Request) (*Sandbox, error) {
 	defer null.Close()
 	p.Stdin, p.Stdout, p.Stderr = null, null, null
 	launched, err := Run(m.rt, Launch{
-		ID: req.ID, Bundle: bundle, Boundary: b, Policy: policy,
+		ID: id, Bundle: bundle, Boundary: b, Policy: policy,
 		Command: "launch", Start: true, Attached: true, Process: p,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{m: m, launched: launched, initDone: make(chan struct{}), slot: make(chan struct{}, 1)}
+	s := &Sandbox{m: m, launched: launched, initDone: make(chan struct{}), slot: make(chan struct{}, 1), owner: owner, digest: digest}
 	// The init is this process's child: reap it when it ends.
 	go func() {
 		_, _ = p.Wait()
@@ -186,11 +262,20 @@ func (s *Sandbox) Destroy() error {
 	return s.destroyLocked()
 }
 
-func (s *Sandbox) destroyLocked() error {
+func (s *Sandbox) isGone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gone
+}
+
+func (s *Sandbox) destroyLocked() (err error) {
 	if s.gone {
 		return nil
 	}
 	s.gone = true
+	// The owner's key goes with the sandbox, unless it could not be
+	// removed: then it is kept, for Purge to find once this process ends.
+	defer func() { s.owner.release(err == nil) }()
 	ctr := s.launched.Container
 	op, err := s.m.rt.Begin(ctr.ID(), "destroy")
 	if err != nil {
@@ -215,6 +300,10 @@ func (s *Sandbox) destroyLocked() error {
 	}
 	return nil
 }
+
+// Purge destroys the sandboxes of scope's owners whose process died, and
+// reports those busy (their owner lives) or failed (kept for retry).
+func (m *Manager) Purge(scope string) ([]PurgeResult, error) { return Purge(m.rt, scope) }
 
 // Recover reaps what crashed programs and maka commands left behind (the
 // sandboxes of a Manager whose program died among them), as `maka recover`.
