@@ -39,7 +39,7 @@ bats_require_minimum_version 1.5.0
   [ "$status" -eq 0 ]
   run --separate-stderr maka exec --timeout 60s --cwd job cli-bounded -- sh -c 'pwd; echo err >&2; sleep 1000 </dev/null >/dev/null 2>&1 & echo bg; exit 4'
   echo "$output / $stderr"
-  [ "$status" -eq 5 ]
+  [ "$status" -eq 4 ]
   [ "$output" = "/maka/work/job
 bg" ]
   [ "$stderr" = "err" ]
