@@ -25,7 +25,7 @@
 #   BENCH_MONITOR_PATTERN            pgrep -f pattern of maka's per-container
 #                                    monitor (default: the exec container's)
 #   BENCH_TESTS                      space-separated subset of: run run-nonet
-#                                    create start delete exec parallel
+#                                    create start delete exec agent parallel
 #                                    workload kill rss
 #   BENCH_MAKA_BEFORE                a second maka binary, measured as
 #                                    "maka-before" next to maka (before/after
@@ -41,7 +41,7 @@ out=$(mkdir -p "${BENCH_OUT:-build}" && cd "${BENCH_OUT:-build}" && pwd)
 # `EXE --root ROOT monitor ... ID` (EXE: the small maka-monitor in ROOT, or
 # maka itself): the exec container's monitor (monitor.go).
 monitor_pattern=${BENCH_MONITOR_PATTERN:-'^[^ ]* --root [^ ]*/state/maka monitor .* maka-exec$'}
-tests=${BENCH_TESTS:-run run-nonet create start delete exec parallel workload kill rss}
+tests=${BENCH_TESTS:-run run-nonet create start delete exec agent parallel workload kill rss}
 here=$(cd "$(dirname "$0")" && pwd)
 baseline_policy=$here/../integration/fixtures/policy-baseline.json
 
@@ -70,6 +70,7 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$w/bin" "$w/state"
 cp "$maka_src" "$w/bin/maka"; cp "$runc_src" "$w/bin/runc"; cp "$crun_src" "$w/bin/crun"
+[ ! -x "$fixtures/toolsandbox" ] || cp "$fixtures/toolsandbox" "$w/bin/toolsandbox"
 if [ -n "${BENCH_MAKA_BEFORE:-}" ]; then
   mkdir -p "$w/before" && cp "$BENCH_MAKA_BEFORE" "$w/before/maka" || die "BENCH_MAKA_BEFORE: $BENCH_MAKA_BEFORE"
 fi
@@ -213,6 +214,17 @@ wait_gone() { # wait_gone PIDFILE: until the container's init has exited (gone o
 }
 
 want() { [[ " $tests " == *" $1 "* ]]; }
+agent() { # agent RUNTIME ROUND: launch an idle sandbox, run one command, remove it
+  local r=$1 id=$1-agent$2
+  if [ "$r" = maka-api ]; then
+    "$w/bin/toolsandbox" "$w/rootfs" >/dev/null
+    return
+  fi
+  local e=(exec); [[ $r != maka ]] || e=(exec --timeout 60s)
+  rt "$r" run -d -b "$w/sleep" "$id" </dev/null >/dev/null &&
+    rt "$r" "${e[@]}" "$id" sh -c 'uname -s > /tmp/report.txt; echo done' >/dev/null &&
+    rt "$r" delete -f "$id"
+}
 par() { # par RUNTIME ROUND: 10 foreground runs at once
   local i pids=() rc=0
   for i in $(seq 10); do rt "$1" run -b "$w/true" "$1-par$2-$i" & pids+=($!); done
@@ -262,6 +274,16 @@ for ((round = 0; round < rounds; round++)); do
   if want exec; then
     for r in $(rotated $round "${runtimes[@]}"); do
       timed exec "$r" $round rt "$r" exec "$r-exec" /bin/true
+    done
+    # The same through maka's bounded path (a child cgroup, the turn,
+    # the output captured): an agent's tool call into a live sandbox.
+    timed exec-bounded maka $round rt maka exec --timeout 60s maka-exec /bin/true
+  fi
+  if want agent; then
+    # An agent's whole tool call: launch a sandbox, one command, remove
+    # it. maka-api: the Go API in one process (examples/toolsandbox).
+    for r in $(rotated $round "${runtimes[@]}" maka-api); do
+      timed agent "$r" $round agent "$r" $round
     done
   fi
   if want parallel && [ $round -lt "$par_rounds" ]; then

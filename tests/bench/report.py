@@ -24,6 +24,8 @@ ROWS = [
     ("start", "start", "ms"),
     ("delete", "delete", "ms"),
     ("exec", "exec /bin/true", "ms"),
+    ("exec-bounded", "exec --timeout /bin/true (maka only)", "ms"),
+    ("agent", "tool call: launch, one command, remove", "ms"),
     ("parallel10", "10 x run in parallel", "ms"),
     ("workload", "run a busybox workload", "ms"),
     ("kill", "kill: violation to empty sandbox", "ms"),
@@ -86,6 +88,9 @@ def main():
             row["maka/maka-before"] = ratio(row.get("maka"), row.get("maka-before"))
         if "maka-nomon" in row:
             row["maka/maka-nomon"] = ratio(row.get("maka"), row.get("maka-nomon"))
+        if "maka-api" in row:
+            row["maka-api/runc"] = ratio(row.get("maka-api"), row.get("runc"))
+            row["maka-api/crun"] = ratio(row.get("maka-api"), row.get("crun"))
         if "maka-nouserns" in row:
             row["maka/maka-nouserns"] = ratio(row.get("maka"), row.get("maka-nouserns"))
         if "maka-baseline" in row:
@@ -135,6 +140,9 @@ def main():
         if "maka-nouserns" in row:
             lines.append([f"  maka without its user namespace (maka/that {r(row['maka/maka-nouserns'])})",
                           cell(row["maka-nouserns"]), "", "", "", ""])
+        if "maka-api" in row:
+            lines.append([f"  maka through the Go API (one process)", cell(row["maka-api"]), "", "",
+                          r(row["maka-api/runc"]), r(row["maka-api/crun"])])
         if "maka-baseline" in row:
             lines.append([f"  maka under policy-baseline.json", cell(row["maka-baseline"]), "", "",
                           r(row["maka-baseline/runc"]), r(row["maka-baseline/crun"])])
