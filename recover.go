@@ -10,7 +10,6 @@ import (
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
-	"github.com/maka-runtime/maka/specconv"
 	"github.com/urfave/cli/v2"
 )
 
@@ -52,8 +51,14 @@ EXAMPLE:
 		var relaunch libmaka.Relauncher
 		var poststart []*libmaka.Container
 		if c.Bool("relaunch") {
+			// Each sandbox is relaunched under today's policy, not the one
+			// it was created under.
+			policy, err := loadPolicy(c)
+			if err != nil {
+				return err
+			}
 			relaunch = func(op *libmaka.Op, rec *libmaka.ContainerRecord) (libmaka.Status, error) {
-				return relaunchSandbox(rt, op, rec, &poststart)
+				return relaunchSandbox(rt, op, rec, policy, &poststart)
 			}
 		}
 		results, err := rt.Recover(relaunch)
@@ -101,11 +106,12 @@ func printRecoveryTable(results []libmaka.RecoveryResult) error {
 
 // relaunchSandbox creates the sandbox of rec again under op: the boundary
 // it was created with (never config.json, which may have changed), checked
-// again on the host, the launch options it had, a fresh instance, on the
-// launch path create and run use. A sandbox that had been started is
+// again against today's policy and on the host (sandbox.Recompile), the
+// launch options it had, a fresh instance, on the launch path create and
+// run use. A sandbox that had been started is
 // started again; its poststart hooks are appended to poststart, to run once
 // the id's lock is released. Its stdio is /dev/null.
-func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.ContainerRecord, poststart *[]*libmaka.Container) (libmaka.Status, error) {
+func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.ContainerRecord, policy *libmaka.Policy, poststart *[]*libmaka.Container) (libmaka.Status, error) {
 	b := rec.Boundary
 	if rec.Attached {
 		// Its caller (a foreground run) is gone: nobody would wait for
@@ -121,14 +127,12 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 	if err := checkHostSupportRelaunch(rec.Policy.Rootless != nil); err != nil {
 		return "", err
 	}
-	// The host may have changed since create: a bind source that was a
-	// directory may be a link to /etc now. Checked again, on a copy (the
-	// record keeps what was checked at create).
-	b, err := libmaka.CopyBoundary(b)
+	// Today's policy, and the host as it is now (a bind source that was
+	// a directory may be a link to /etc now); the record keeps what was
+	// checked at create.
+	b, eff, err := sandbox.Recompile(b, rec.Policy, policy, rec.ID, rec.Bundle,
+		sandbox.NeverPaths(rt.Root, rt.StateDir), hostChecks())
 	if err != nil {
-		return "", err
-	}
-	if err := specconv.CheckHost(b, rec.Policy, rec.Bundle, sandbox.NeverPaths(rt.Root, rt.StateDir)); err != nil {
 		return "", err
 	}
 	process, err := sandbox.InitProcess(b)
@@ -148,7 +152,7 @@ func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.Container
 		ID:       rec.ID,
 		Bundle:   rec.Bundle,
 		Boundary: b,
-		Policy:   rec.Policy,
+		Policy:   eff,
 		Options:  rec.Options,
 		Command:  "recover",
 		Start:    start,

@@ -120,3 +120,34 @@ func mountpointsInRoot(b *libmaka.Boundary) (dests, fields []string, files []boo
 	}
 	return dests, fields, files
 }
+
+// Recompile checks a recorded boundary against today's policy (recover
+// --relaunch): the document it stands for (specconv.SpecOf), without what
+// create placed (leased ids, the scaffold, maka's own cgroup path, which
+// today's policy places again), compiled as config.json would be. A
+// boundary today's policy refuses is refused (*specconv.RejectedError); an
+// allowed one gets today's defaults (onViolation, the timeout, limits).
+func Recompile(b *libmaka.Boundary, was, policy *libmaka.Policy, id, dir string, never []string, checks []libmaka.HostCheck) (*libmaka.Boundary, *libmaka.Policy, error) {
+	c, err := libmaka.CopyBoundary(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Users.Source == libmaka.IDsFromPool {
+		c.UIDMappings, c.GIDMappings = nil, nil
+	}
+	c.Rootfs.Scaffold, c.Rootfs.Binds = "", nil
+	c.Rootfs.Missing, c.Rootfs.MissingFiles, c.Rootfs.IDMapped = nil, nil, false
+	own := was != nil && c.Cgroup.Path == was.OwnParent()+"/"+id
+	spec, err := specconv.SpecOf(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if own {
+		spec.Linux.CgroupsPath = ""
+	}
+	if c.Syscalls.Profile == "default" {
+		// maka's own profile, not config.json's: today's maka's.
+		spec.Linux.Seccomp = nil
+	}
+	return Compile(spec, policy, id, dir, never, checks)
+}

@@ -2,8 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -175,5 +178,66 @@ func TestExecSlot(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the second turn never came")
+	}
+}
+
+// A recorded boundary re-checked against the same policy is the boundary
+// it was (what create placed aside); against a policy that no longer
+// allows it, it is refused.
+func TestRecompile(t *testing.T) {
+	base, err := os.MkdirTemp("", "recompile-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o711)
+	rootfs := filepath.Join(base, "rootfs")
+	for _, d := range []string{"proc", "dev", "sys", "tmp", "run", "maka/work", "bin"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(rootfs, 0o755)
+	pol, err := libmaka.BuiltinPolicy("restricted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := DefaultSpec(rootfs, "sh")
+	_ = err
+	spec.Annotations = map[string]string{"org.maka.timeout": "60"}
+	b, eff, err := Compile(spec, pol, "rc1", "/", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What create adds: leased ids, a scaffold.
+	rec, _ := libmaka.CopyBoundary(b)
+	if rec.Users.Source == libmaka.IDsFromPool {
+		rec.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1 << 30, Size: 65536}}
+		rec.GIDMappings = rec.UIDMappings
+	}
+	rec.Rootfs.Scaffold = "/var/lib/maka/roots/x/rc1"
+	again, _, err := Recompile(rec, eff, pol, "rc1", "/", nil, nil)
+	if err != nil {
+		t.Fatalf("the same policy refuses its own boundary: %v", err)
+	}
+	want, _ := json.Marshal(b)
+	got, _ := json.Marshal(again)
+	if string(got) != string(want) {
+		var g, w map[string]json.RawMessage
+		json.Unmarshal(got, &g)
+		json.Unmarshal(want, &w)
+		for k := range w {
+			if string(g[k]) != string(w[k]) {
+				t.Errorf("recompiled boundary differs at %s:\n got %.300s\nwant %.300s", k, g[k], w[k])
+			}
+		}
+	}
+	// Today's policy allows less (a shorter maximum lifetime): refused.
+	tight, err := libmaka.ParsePolicy([]byte(`{"profile": "restricted", "defaultLimits": {"timeout": 30}, "maxLimits": {"timeout": 30}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Recompile(rec, eff, tight, "rc1", "/", nil, nil); err == nil {
+		t.Error("a boundary today's policy no longer allows was accepted")
 	}
 }

@@ -305,7 +305,7 @@ record_of() {
   cat "$f"
 }
 
-@test "recover --relaunch re-creates a lost sandbox with the same boundary" {
+@test "recover --relaunch re-creates a lost sandbox with the same boundary, checked against today's policy" {
   maka_io run -d --bundle "$B" rc-relaunch
   local old_pid old_boundary declared cg
   old_pid=$(container_pid rc-relaunch)
@@ -337,7 +337,30 @@ record_of() {
   # The fresh instance enforces the contract's limits.
   [ "$(cgroup_file rc-relaunch memory.max)" = "$(jq -r .limits.memory <<<"$old_boundary")" ]
   [ "$(cgroup_file rc-relaunch pids.max)" = "$(jq -r .limits.pids <<<"$old_boundary")" ]
-  maka delete --force rc-relaunch
+
+  # Lost again, and relaunched under today's policy, not the one it was
+  # created under: the built-in restricted (the bundle is maka spec's, which
+  # restricted allows) gives it restricted's profile and onViolation...
+  lose() {
+    cg=$(cgroup_dir_of rc-relaunch)
+    echo 1 >"$cg/cgroup.kill"
+    n=0
+    while ! grep -qx "populated 0" "$cg/cgroup.events" && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+    rmdir "$cg"
+    rm -rf "${MAKA_ROOT:?}/rc-relaunch"
+  }
+  lose
+  run env MAKA_POLICY= "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" recover --relaunch --format json
+  echo "$output"
+  [ "$(jq -r '.[] | select(.id == "rc-relaunch") | .result + " " + .relaunched' <<<"$output")" = "recovered running" ]
+  [ "$(jq -r '.boundary.profile + " " + .policy.onViolation' <(record_of rc-relaunch))" = "restricted kill" ]
+  # ...and a policy that no longer allows it refuses the relaunch, naming why.
+  lose
+  echo '{"profile": "baseline", "defaultLimits": {"memory": 1048576}, "maxLimits": {"memory": 1048576}}' > "$BATS_TEST_TMPDIR/tight.json"
+  run env MAKA_POLICY="$BATS_TEST_TMPDIR/tight.json" "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" recover --relaunch --format json
+  echo "$output"
+  [ "$(jq -r '.[] | select(.id == "rc-relaunch") | .result' <<<"$output")" = "recovered" ]
+  [[ "$(jq -r '.[] | select(.id == "rc-relaunch") | .relaunchError' <<<"$output")" == *"BOUNDARY_REJECTED"*"memory"* ]]
   assert_recovered rc-relaunch
 }
 
