@@ -71,8 +71,8 @@ var (
 // Exec runs cmd in the sandbox and returns once it and every process it
 // started, detached ones included, are gone: each command runs in a child
 // cgroup of the sandbox's, killed as a whole when the command's process
-// exits. Commands on one sandbox run one at a time, in the order they
-// arrive. The deadline (cmd.Timeout, and ctx's) counts from the call: a
+// exits. Commands on one sandbox run one at a time (across processes
+// too: ExecQueued). The deadline (cmd.Timeout, and ctx's) counts from the call: a
 // command still waiting for the sandbox when it passes is refused
 // (ErrNotDispatched), a running one destroys the sandbox
 // (ErrSandboxDestroyed). A violation that made the monitor destroy the
