@@ -38,6 +38,7 @@ EXAMPLE:
 			return err
 		}
 		spec := sandbox.DefaultSpec("rootfs", "sh")
+		spec.Process.Terminal = true // runc's: `maka run ID` gives a shell
 		if c.Bool("rootless") {
 			rootlessSpec(spec)
 		}

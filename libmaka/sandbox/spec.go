@@ -9,13 +9,15 @@ import (
 // rootfs and process.args args: runc's example spec made to pass the
 // restricted profile as it is (no capabilities at all, a read-only root,
 // bounded tmpfs mounts for the places a program writes to: /tmp, /run,
-// /maka/work). For a Manager's sandbox, args should idle, e.g. IdleArgs.
+// /maka/work), without a terminal (`maka spec` turns it on for a shell).
+// For a Manager's sandbox, args should idle, e.g. IdleArgs.
 func DefaultSpec(rootfs string, args ...string) *specs.Spec {
 	spec := rspecconv.Example()
 	spec.Hostname = "maka"
 	spec.Root.Path = rootfs
 	spec.Root.Readonly = true
 	spec.Process.Args = args
+	spec.Process.Terminal = false
 	spec.Process.Capabilities = &specs.LinuxCapabilities{}
 	spec.Process.NoNewPrivileges = true
 	for _, dst := range []string{"/tmp", "/run", WorkDir} {
