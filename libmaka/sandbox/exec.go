@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/maka-runtime/maka/libmaka"
@@ -360,7 +361,7 @@ func exitCode(st *os.ProcessState) int {
 	if st == nil {
 		return -1
 	}
-	if ws, ok := st.Sys().(unix.WaitStatus); ok && ws.Signaled() {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
 	return st.ExitCode()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -239,5 +240,26 @@ func TestRecompile(t *testing.T) {
 	}
 	if _, _, err := Recompile(rec, eff, tight, "rc1", "/", nil, nil); err == nil {
 		t.Error("a boundary today's policy no longer allows was accepted")
+	}
+}
+
+// A process killed by signal N reports 128+N, as a shell does.
+func TestExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"sh", "-c", "exit 3"}, 3},
+		{[]string{"sh", "-c", "kill -9 $$"}, 137},
+		{[]string{"sh", "-c", "kill -15 $$"}, 143},
+	} {
+		cmd := exec.Command(tc.args[0], tc.args[1:]...)
+		_ = cmd.Run()
+		if got := exitCode(cmd.ProcessState); got != tc.want {
+			t.Errorf("%q: exit code %d, want %d", tc.args, got, tc.want)
+		}
+	}
+	if exitCode(nil) != -1 {
+		t.Error("no state: want -1")
 	}
 }
