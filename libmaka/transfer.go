@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	spath "path"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -442,7 +443,7 @@ func copyInAt(root int, p string, r io.Reader, mode fs.FileMode, limit int64, t 
 			return FileInfo{}, err
 		}
 		tmp = ".maka-cp-" + hex.EncodeToString(rnd[:])
-		fd, err = unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		fd, err = createAs(dfd, tmp, uid, gid)
 		if !errors.Is(err, unix.EEXIST) {
 			break
 		}
@@ -450,6 +451,9 @@ func copyInAt(root int, p string, r io.Reader, mode fs.FileMode, limit int64, t 
 	if err != nil {
 		if errors.Is(err, unix.EROFS) {
 			return FileInfo{}, fmt.Errorf("%s: read-only file system; transfers write only into the sandbox's writable mounts: %w", p, err)
+		}
+		if errors.Is(err, unix.EACCES) {
+			return FileInfo{}, fmt.Errorf("%s: %s is not writable by the sandbox's root: %w", p, spath.Clean(dir), err)
 		}
 		return FileInfo{}, fmt.Errorf("%s: create: %w", p, err)
 	}
@@ -477,7 +481,9 @@ func copyInAt(root int, p string, r io.Reader, mode fs.FileMode, limit int64, t 
 		return FileInfo{}, fmt.Errorf("%s: %w", p, err)
 	}
 	// Owner before mode: chown clears setuid and setgid, and the mode is
-	// the caller's permission bits only.
+	// the caller's permission bits only. (createAs made the file the
+	// sandbox root's already; this also holds where the ids are not
+	// switched, without a user namespace.)
 	if err = unix.Fchown(fd, uid, gid); err != nil {
 		return FileInfo{}, fmt.Errorf("%s: chown to the sandbox's root (%d:%d): %w", p, uid, gid, err)
 	}
@@ -492,4 +498,51 @@ func copyInAt(root int, p string, r io.Reader, mode fs.FileMode, limit int64, t 
 		return FileInfo{}, fmt.Errorf("%s: rename into place: %w", p, err)
 	}
 	return fileInfoOf(p, &st, n, t), nil
+}
+
+// createAs creates name in dfd (O_EXCL, never following a link, mode 0600)
+// with the filesystem ids switched to uid and gid, the sandbox's root as
+// the host sees it. Two reasons: a tmpfs mounted inside the sandbox's user
+// namespace refuses (EOVERFLOW) an inode whose creator's ids that namespace
+// does not map, which the host's root's are not; and with a non-zero fsuid
+// the kernel drops the filesystem capabilities (CAP_DAC_OVERRIDE,
+// CAP_FOWNER...), so the file is created only where the sandbox's own root
+// could create it. setfsuid and setfsgid change the calling thread only:
+// the work runs on a goroutine locked to its thread, and a thread whose ids
+// could not be restored is discarded (the goroutine exits still locked).
+func createAs(dfd int, name string, uid, gid int) (int, error) {
+	const flags = unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if uid == os.Geteuid() && gid == os.Getegid() {
+		return unix.Openat(dfd, name, flags, 0o600)
+	}
+	type result struct {
+		fd  int
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		prevGID, _ := unix.SetfsgidRetGid(gid)
+		prevUID, _ := unix.SetfsuidRetUid(uid)
+		var r result
+		if cur, _ := unix.SetfsuidRetUid(uid); cur != uid {
+			r.err = fmt.Errorf("setfsuid(%d): %w", uid, unix.EPERM)
+		} else if cur, _ := unix.SetfsgidRetGid(gid); cur != gid {
+			r.err = fmt.Errorf("setfsgid(%d): %w", gid, unix.EPERM)
+		} else {
+			r.fd, r.err = unix.Openat(dfd, name, flags, 0o600)
+		}
+		unix.SetfsuidRetUid(prevUID)
+		unix.SetfsgidRetGid(prevGID)
+		// setfsuid and setfsgid return the previous value: calling them
+		// again with the restored ids reads the current ones.
+		okU, _ := unix.SetfsuidRetUid(prevUID)
+		okG, _ := unix.SetfsgidRetGid(prevGID)
+		if okU == prevUID && okG == prevGID {
+			runtime.UnlockOSThread()
+		}
+		ch <- r
+	}()
+	r := <-ch
+	return r.fd, r.err
 }

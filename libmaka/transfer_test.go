@@ -437,3 +437,49 @@ func TestTransferOpenRoot(t *testing.T) {
 		t.Error("pid 0 accepted")
 	}
 }
+
+// CopyIn creates the file as the sandbox's root (filesystem ids switched on
+// one thread): owned by it from the start, and only where it could write.
+// Needs root (setfsuid).
+func TestCopyInCreatesAsSandboxRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	dir, root, _ := transferRoot(t)
+	tg := Target{
+		UIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 100000, Size: 65536}},
+		GIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 100000, Size: 65536}},
+	}
+	// /maka/work is the sandbox's (0777 here); /etc is the host root's, 0755.
+	if err := os.Chmod(filepath.Join(dir, "maka/work"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := copyInAt(root, "/maka/work/f", strings.NewReader("x"), 0o644, 10, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, "maka/work/f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 100000 || sys.Gid != 100000 || fi.UID != 0 || fi.GID != 0 {
+		t.Errorf("host owner %d:%d, sandbox's view %d:%d; want 100000:100000 and 0:0", sys.Uid, sys.Gid, fi.UID, fi.GID)
+	}
+	_, err = copyInAt(root, "/etc/f", strings.NewReader("x"), 0o644, 10, tg)
+	if !errors.Is(err, unix.EACCES) || !strings.Contains(err.Error(), "not writable by the sandbox's root") {
+		t.Errorf("into a directory the sandbox's root cannot write: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "etc/f")); !os.IsNotExist(err) {
+		t.Errorf("file created anyway: %v", err)
+	}
+	noTemps(t, filepath.Join(dir, "etc"))
+	// This goroutine's thread kept the host's root's ids: a file it
+	// creates is root's.
+	p := filepath.Join(dir, "etc/mine")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(p); st.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("caller's ids changed")
+	}
+}
