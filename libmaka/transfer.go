@@ -443,7 +443,10 @@ func copyInAt(root int, p string, r io.Reader, mode fs.FileMode, limit int64, t 
 			return FileInfo{}, err
 		}
 		tmp = ".maka-cp-" + hex.EncodeToString(rnd[:])
-		fd, err = createAs(dfd, tmp, uid, gid)
+		err = asSandboxRoot(uid, gid, func() (e error) {
+			fd, e = unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			return e
+		})
 		if !errors.Is(err, unix.EEXIST) {
 			break
 		}
@@ -465,7 +468,7 @@ func copyInAt(root int, p string, r io.Reader, mode fs.FileMode, limit int64, t 
 			// under a pinned directory: if the sandbox renamed something
 			// else onto it, unlinking that removes only a name in the
 			// sandbox's own writable directory.
-			unix.Unlinkat(dfd, tmp, 0)
+			asSandboxRoot(uid, gid, func() error { return unix.Unlinkat(dfd, tmp, 0) })
 		}
 	}()
 	w := bufio.NewWriterSize(f, 64<<10)
@@ -481,7 +484,7 @@ func copyInAt(root int, p string, r io.Reader, mode fs.FileMode, limit int64, t 
 		return FileInfo{}, fmt.Errorf("%s: %w", p, err)
 	}
 	// Owner before mode: chown clears setuid and setgid, and the mode is
-	// the caller's permission bits only. (createAs made the file the
+	// the caller's permission bits only. (asSandboxRoot made the file the
 	// sandbox root's already; this also holds where the ids are not
 	// switched, without a user namespace.)
 	if err = unix.Fchown(fd, uid, gid); err != nil {
@@ -494,55 +497,50 @@ func copyInAt(root int, p string, r io.Reader, mode fs.FileMode, limit int64, t 
 	if err = unix.Fstat(fd, &st); err != nil {
 		return FileInfo{}, fmt.Errorf("%s: %w", p, err)
 	}
-	if err = unix.Renameat(dfd, tmp, dfd, base); err != nil {
+	if err = asSandboxRoot(uid, gid, func() error { return unix.Renameat(dfd, tmp, dfd, base) }); err != nil {
 		return FileInfo{}, fmt.Errorf("%s: rename into place: %w", p, err)
 	}
 	return fileInfoOf(p, &st, n, t), nil
 }
 
-// createAs creates name in dfd (O_EXCL, never following a link, mode 0600)
-// with the filesystem ids switched to uid and gid, the sandbox's root as
-// the host sees it. Two reasons: a tmpfs mounted inside the sandbox's user
-// namespace refuses (EOVERFLOW) an inode whose creator's ids that namespace
-// does not map, which the host's root's are not; and with a non-zero fsuid
-// the kernel drops the filesystem capabilities (CAP_DAC_OVERRIDE,
-// CAP_FOWNER...), so the file is created only where the sandbox's own root
-// could create it. setfsuid and setfsgid change the calling thread only:
-// the work runs on a goroutine locked to its thread, and a thread whose ids
-// could not be restored is discarded (the goroutine exits still locked).
-func createAs(dfd int, name string, uid, gid int) (int, error) {
-	const flags = unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
+// asSandboxRoot runs fn with the calling thread's filesystem ids switched
+// to uid and gid, the sandbox's root as the host sees it (directly when
+// they are the caller's). Two reasons: a tmpfs mounted inside the sandbox's
+// user namespace refuses (EOVERFLOW) to create or rename an entry for a
+// caller whose ids that namespace does not map, which the host's root's are
+// not; and with a non-zero fsuid the kernel drops the filesystem
+// capabilities (CAP_DAC_OVERRIDE, CAP_FOWNER...), so CopyIn creates,
+// renames and removes only where the sandbox's own root could. setfsuid
+// and setfsgid change the calling thread only: fn runs on a goroutine
+// locked to its thread, and a thread whose ids could not be restored is
+// discarded (the goroutine exits still locked).
+func asSandboxRoot(uid, gid int, fn func() error) error {
 	if uid == os.Geteuid() && gid == os.Getegid() {
-		return unix.Openat(dfd, name, flags, 0o600)
+		return fn()
 	}
-	type result struct {
-		fd  int
-		err error
-	}
-	ch := make(chan result, 1)
+	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		prevGID, _ := unix.SetfsgidRetGid(gid)
 		prevUID, _ := unix.SetfsuidRetUid(uid)
-		var r result
+		var err error
+		// setfsuid and setfsgid return the previous value: calling them
+		// again with the same ids reads the current ones.
 		if cur, _ := unix.SetfsuidRetUid(uid); cur != uid {
-			r.err = fmt.Errorf("setfsuid(%d): %w", uid, unix.EPERM)
+			err = fmt.Errorf("setfsuid(%d): %w", uid, unix.EPERM)
 		} else if cur, _ := unix.SetfsgidRetGid(gid); cur != gid {
-			r.err = fmt.Errorf("setfsgid(%d): %w", gid, unix.EPERM)
+			err = fmt.Errorf("setfsgid(%d): %w", gid, unix.EPERM)
 		} else {
-			r.fd, r.err = unix.Openat(dfd, name, flags, 0o600)
+			err = fn()
 		}
 		unix.SetfsuidRetUid(prevUID)
 		unix.SetfsgidRetGid(prevGID)
-		// setfsuid and setfsgid return the previous value: calling them
-		// again with the restored ids reads the current ones.
 		okU, _ := unix.SetfsuidRetUid(prevUID)
 		okG, _ := unix.SetfsgidRetGid(prevGID)
 		if okU == prevUID && okG == prevGID {
 			runtime.UnlockOSThread()
 		}
-		ch <- r
+		ch <- err
 	}()
-	r := <-ch
-	return r.fd, r.err
+	return <-ch
 }
