@@ -29,8 +29,9 @@ The container's PATH is resolved inside the container and no symbolic link in
 it is ever followed (a link anywhere in PATH fails the copy; a link at the
 destination of a copy in is replaced by the file, not written through), so a
 program inside cannot redirect a copy to a host file. Copies in go only to the
-container's writable mounts (a read-only one is refused), as a new file owned
-by the container's root and with SRC's permission bits (0644 from stdin).
+container's writable mounts (a read-only one is refused) and only where the
+container's root may write, as a new file owned by the container's root and
+with SRC's permission bits (0644 from stdin).
 Directories, devices, FIFOs and sockets are refused. Each copy is capped by
 --limit (default 8MiB): a larger file fails, leaving nothing behind (with
 DST "-", a file that grows past the limit while it is read leaves what was
