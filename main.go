@@ -83,6 +83,7 @@ func newApp() *cli.App {
 			boundaryCommand,
 			checkCommand,
 			completionCommand,
+			cpCommand,
 			manCommand,
 			checkpointCommand,
 			createCommand,

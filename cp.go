@@ -1,0 +1,221 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	units "github.com/docker/go-units"
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/urfave/cli/v2"
+)
+
+var cpCommand = &cli.Command{
+	Name:      "cp",
+	Usage:     "copy a regular file into or out of a running container",
+	ArgsUsage: "SRC ID:PATH | ID:PATH DST",
+	Description: `Copies one regular file between the host and the container, as docker cp's
+basic forms: "maka cp SRC ID:PATH" copies in, "maka cp ID:PATH DST" copies out.
+SRC "-" reads the file from stdin; DST "-" writes it to stdout. A relative PATH
+is under /maka/work. A PATH (or DST) that is an existing directory, or that
+ends in "/", receives the file under the other side's base name.
+
+The container's PATH is resolved inside the container and no symbolic link in
+it is ever followed (a link anywhere in PATH fails the copy; a link at the
+destination of a copy in is replaced by the file, not written through), so a
+program inside cannot redirect a copy to a host file. Copies in go only to the
+container's writable mounts (a read-only one is refused) and only where the
+container's root may write, as a new file owned by the container's root and
+with SRC's permission bits (0644 from stdin).
+Directories, devices, FIFOs and sockets are refused. Each copy is capped by
+--limit (default 8MiB): a larger file fails, leaving nothing behind (with
+DST "-", a file that grows past the limit while it is read leaves what was
+already written to stdout). The container must not be stopped.
+
+EXAMPLE:
+       # maka cp ./input.csv box1:input.csv
+       # maka cp box1:/maka/work/report.txt .
+       # echo hello | maka cp - box1:/tmp/greeting`,
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "limit", Value: "8MiB", Usage: "largest file copied (a size in bytes: 1048576, 512k, 16MiB, 1g)"},
+	},
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 2, exactArgs); err != nil {
+			return err
+		}
+		limit, err := units.RAMInBytes(c.String("limit"))
+		if err != nil || limit <= 0 {
+			return fmt.Errorf("--limit: %q is not a positive size in bytes (e.g. 1048576, 512k, 16MiB)", c.String("limit"))
+		}
+		src, dst := c.Args().Get(0), c.Args().Get(1)
+		sid, spath, sIn := splitContainerArg(src)
+		did, dpath, dIn := splitContainerArg(dst)
+		switch {
+		case sIn && dIn:
+			return fmt.Errorf("cp: %q and %q both name a container; one side must be a host path (or -)", src, dst)
+		case !sIn && !dIn:
+			return fmt.Errorf("cp: neither %q nor %q is ID:PATH; one side must name the container's file as ID:PATH", src, dst)
+		case sIn && spath == "":
+			return fmt.Errorf("cp: %q: no path after %q", src, sid+":")
+		case dIn && dpath == "":
+			return fmt.Errorf("cp: %q: no path after %q", dst, did+":")
+		case sIn:
+			return copyOutCmd(c, sid, spath, dst, limit)
+		default:
+			return copyInCmd(c, src, did, dpath, limit)
+		}
+	},
+}
+
+// splitContainerArg reads ID:PATH. A host path that contains ":" is written
+// with a "/" or "." before it (./a:b, /x/a:b), as with docker cp.
+func splitContainerArg(arg string) (id, p string, ok bool) {
+	if arg == "-" || strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, ".") {
+		return "", "", false
+	}
+	id, p, ok = strings.Cut(arg, ":")
+	if !ok || id == "" || strings.Contains(id, "/") {
+		return "", "", false
+	}
+	return id, p, true
+}
+
+// transferTarget takes the id's lock and reads the container's init (with
+// its start time, so a reused pid is refused) and user namespace mappings.
+// The caller ends the returned op.
+func transferTarget(c *cli.Context, id string) (*libmaka.Op, libmaka.Target, error) {
+	rt, err := runtimeOf(c)
+	if err != nil {
+		return nil, libmaka.Target{}, err
+	}
+	op, err := rt.Begin(id, c.Command.Name)
+	if err != nil {
+		return nil, libmaka.Target{}, err
+	}
+	fail := func(err error) (*libmaka.Op, libmaka.Target, error) {
+		op.End()
+		return nil, libmaka.Target{}, err
+	}
+	ctr, err := rt.Load(op.ID)
+	if err != nil {
+		return fail(err)
+	}
+	st, err := ctr.State()
+	if err != nil {
+		return fail(err)
+	}
+	if st.Status == libmaka.Stopped || st.Pid <= 0 {
+		return fail(fmt.Errorf("cannot copy files with a stopped container %s: %w", id, libmaka.ErrNotRunning))
+	}
+	base, err := ctr.Container.State()
+	if err != nil {
+		return fail(fmt.Errorf("container %s: %w", id, err))
+	}
+	return op, libmaka.Target{
+		Pid:         st.Pid,
+		StartTime:   base.BaseState.InitProcessStartTime,
+		UIDMappings: st.UIDMappings,
+		GIDMappings: st.GIDMappings,
+	}, nil
+}
+
+// copyInCmd: maka cp SRC ID:PATH.
+func copyInCmd(c *cli.Context, src, id, dpath string, limit int64) error {
+	var r io.Reader = os.Stdin
+	mode := fs.FileMode(0o644)
+	if src != "-" {
+		f, err := os.Open(src)
+		if err != nil {
+			return fmt.Errorf("cp: source %w", err)
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("cp: source %w", err)
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("cp: source %s: not a regular file (maka cp copies one regular file)", src)
+		}
+		if fi.Size() > limit {
+			return fmt.Errorf("cp: source %w", &libmaka.TransferTooLargeError{Path: src, Size: fi.Size(), Limit: limit})
+		}
+		r, mode = f, fi.Mode().Perm()
+	}
+	op, t, err := transferTarget(c, id)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	if strings.HasSuffix(dpath, "/") || isSandboxDir(t, dpath) {
+		if src == "-" {
+			return fmt.Errorf("cp: %s:%s is a directory; with SRC - name the file to write", id, dpath)
+		}
+		dpath = path.Join(dpath, filepath.Base(src))
+	}
+	if _, err := libmaka.CopyIn(t, dpath, r, mode, limit); err != nil {
+		return fmt.Errorf("cp: into container %s: %w", id, err)
+	}
+	return nil
+}
+
+// isSandboxDir: whether p is a directory in the sandbox (no link followed).
+// Only a hint for naming the destination: CopyIn resolves again safely.
+func isSandboxDir(t libmaka.Target, p string) bool {
+	fi, err := libmaka.Stat(t, p)
+	return err == nil && fi.Mode.IsDir()
+}
+
+// copyOutCmd: maka cp ID:PATH DST. A host DST is written under a temporary
+// name in its directory and renamed into place only once the copy is
+// complete: a refused or failed copy leaves nothing.
+func copyOutCmd(c *cli.Context, id, spath, dst string, limit int64) error {
+	op, t, err := transferTarget(c, id)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	if dst == "-" {
+		if _, err := libmaka.CopyOut(t, spath, os.Stdout, limit); err != nil {
+			return fmt.Errorf("cp: from container %s: %w", id, err)
+		}
+		return nil
+	}
+	if st, err := os.Stat(dst); (err == nil && st.IsDir()) || strings.HasSuffix(dst, "/") {
+		dst = filepath.Join(dst, path.Base(path.Clean("/"+spath)))
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".maka-cp-*")
+	if err != nil {
+		return fmt.Errorf("cp: destination %s: %w", dst, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	fi, err := libmaka.CopyOut(t, spath, tmp, limit)
+	if err != nil {
+		return fmt.Errorf("cp: from container %s: %w", id, err)
+	}
+	if err := tmp.Chmod(fi.Mode.Perm()); err != nil {
+		return fmt.Errorf("cp: destination %s: %w", dst, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("cp: destination %s: %w", dst, err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			err = le.Err
+		}
+		return fmt.Errorf("cp: destination %s: %w", dst, err)
+	}
+	done = true
+	return nil
+}

@@ -1,0 +1,198 @@
+#!/usr/bin/env bats
+# maka cp (issue 13, items 4 and 7): one regular file into or out of a
+# running sandbox under restricted (its own user namespace, read-only root,
+# tmpfs at /tmp and /maka/work), never following a link the program inside
+# planted, only into writable mounts, capped (8 MiB by default), leaving
+# nothing behind when refused. Checked from inside (exec: contents, owners
+# as the sandbox sees them) and from the host (the sandbox's tree through
+# /proc/PID/root, which costs no exec; checksums of host files and of the
+# sandbox's root).
+
+load helpers
+
+# One sandbox ("cpbox") serves every test: each container op costs seconds
+# under emulation. Its lifetime is raised above restricted's 180 s default
+# so that it outlives the file.
+setup_file() {
+  maka_setup_file
+  echo '{"profile": "restricted"}' > "$BATS_FILE_TMPDIR/restricted.json"
+  # A host file the sandbox's links point at: never read nor written by cp.
+  mkdir -p /tmp/maka-cp-host
+  echo "host secret" > /tmp/maka-cp-host/secret
+  chmod 0600 /tmp/maka-cp-host/secret
+  make_bundle "$BATS_FILE_TMPDIR/b" sleep 100000
+  update_config "$BATS_FILE_TMPDIR/b" '.annotations["org.maka.timeout"] = "1200"'
+  maka_io --policy "$BATS_FILE_TMPDIR/restricted.json" run -d --bundle "$BATS_FILE_TMPDIR/b" cpbox
+  wait_for_status cpbox running
+  maka state cpbox > "$BATS_FILE_TMPDIR/state.json"
+  # What the program inside plants, once (each exec costs seconds under
+  # emulation): links to host paths (last and middle components, absolute
+  # and relative), a FIFO, a file over 1 MiB and one to copy out.
+  maka exec cpbox sh -c 'ln -s /etc/shadow /tmp/x && ln -s / /tmp/d && ln -s /tmp/maka-cp-host/secret /tmp/hs &&
+    ln -s ../../tmp/maka-cp-host /maka/work/up && mkfifo /tmp/fifo &&
+    head -c 2097152 /dev/zero > /tmp/bigout && printf "from inside\n" > /maka/work/out && chmod 0604 /maka/work/out'
+}
+
+teardown_file() {
+  maka delete --force cpbox >/dev/null 2>&1 || true
+  rm -rf /tmp/maka-cp-host
+  maka_teardown_file
+}
+
+# pid: the sandbox's init (from the host, /proc/PID/root/... is the
+# sandbox's tree: what it holds is checked there without an exec).
+pid() { jq -r .pid "$BATS_FILE_TMPDIR/state.json"; }
+
+# maka_sh CMD: a shell command line that runs maka with the file's state
+# directories (for pipes).
+maka_sh() { bash -c "maka() { \"\$MAKA_BINARY\" --root \"\$MAKA_ROOT\" --state-dir \"\$MAKA_STATE_DIR\" \"\$@\"; }; $1"; }
+
+restricted() { "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" --policy "$BATS_FILE_TMPDIR/restricted.json" "$@"; }
+
+# host_sums: checksums of the host files a planted link aims at.
+host_sums() {
+  sha256sum /tmp/maka-cp-host/secret /etc/passwd
+  [ ! -e /etc/shadow ] || sha256sum /etc/shadow
+}
+
+# root_sum: one checksum over the sandbox's root as the host holds it.
+root_sum() {
+  (cd "$MAKA_ROOTFS" && find . -xdev -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)
+}
+
+@test "cp copies into /maka/work and /tmp, owned by the sandbox's root, and back out" {
+  printf 'line one\nline two\n' > "$BATS_TEST_TMPDIR/in"
+  chmod 0640 "$BATS_TEST_TMPDIR/in"
+  run restricted cp "$BATS_TEST_TMPDIR/in" cpbox:/maka/work/in
+  [ "$status" -eq 0 ]
+  [ "$output" = "" ]
+  # A directory as destination receives the source's base name.
+  run restricted cp "$BATS_TEST_TMPDIR/in" cpbox:/tmp
+  [ "$status" -eq 0 ]
+  # From stdin, to a relative path (under /maka/work).
+  run maka_sh 'echo piped | maka cp - cpbox:rel'
+  [ "$status" -eq 0 ]
+
+  run restricted exec cpbox sh -c 'cat /maka/work/in /tmp/in /maka/work/rel; stat -c "%u:%g %a" /maka/work/in /tmp/in /maka/work/rel; id -u'
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "line one" ]
+  [ "${lines[1]}" = "line two" ]
+  [ "${lines[2]}" = "line one" ]
+  [ "${lines[3]}" = "line two" ]
+  [ "${lines[4]}" = "piped" ]
+  [ "${lines[5]}" = "0:0 640" ]
+  [ "${lines[6]}" = "0:0 640" ]
+  [ "${lines[7]}" = "0:0 644" ]
+  [ "${lines[8]}" = "0" ]
+  # From the host, the owner is the host id the sandbox's 0 maps to.
+  local host
+  host=$(jq -r '.uidMappings[0].hostID' "$BATS_FILE_TMPDIR/state.json")
+  [ "$host" -gt 0 ]
+  [ "$(stat -c %u:%g "/proc/$(pid)/root/maka/work/in")" = "$host:$host" ]
+
+  # Out: to a directory (the mode comes along), to stdout.
+  run restricted cp cpbox:out "$BATS_TEST_TMPDIR"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$BATS_TEST_TMPDIR/out")" = "from inside" ]
+  [ "$(stat -c %a "$BATS_TEST_TMPDIR/out")" = 604 ]
+  run restricted cp cpbox:/tmp/in -
+  [ "$status" -eq 0 ]
+  [ "$output" = "$(cat "$BATS_TEST_TMPDIR/in")" ]
+  # No temporary file on either side.
+  [ -z "$(find "$BATS_TEST_TMPDIR" "/proc/$(pid)/root/tmp" "/proc/$(pid)/root/maka/work" -name '.maka-cp-*')" ]
+}
+
+@test "cp never follows a symbolic link planted in the sandbox, in either direction" {
+  local before
+  before=$(host_sums)
+  # Out: a link to /etc/shadow as the last component; "/" as a middle one.
+  run restricted cp cpbox:/tmp/x "$BATS_TEST_TMPDIR/got"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/tmp/x: a component is a symbolic link"* ]]
+  [ ! -e "$BATS_TEST_TMPDIR/got" ]
+  run restricted cp cpbox:/tmp/d/tmp/maka-cp-host/secret -
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"symbolic link"* ]]
+  [[ "$output" != *"host secret"* ]]
+  # In: through a relative link climbing out (middle), refused; onto a
+  # link to a host file (last), the link is replaced, its target untouched.
+  echo pwned > "$BATS_TEST_TMPDIR/p"
+  run restricted cp "$BATS_TEST_TMPDIR/p" cpbox:up/secret
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/maka/work/up/secret: a component is a symbolic link"* ]]
+  run restricted cp "$BATS_TEST_TMPDIR/p" cpbox:/tmp/hs
+  [ "$status" -eq 0 ]
+  local root=/proc/$(pid)/root
+  [ -f "$root/tmp/hs" ] && [ ! -L "$root/tmp/hs" ]
+  [ "$(cat "$root/tmp/hs")" = pwned ]
+  [ -L "$root/tmp/x" ] && [ -L "$root/maka/work/up" ]
+  [ "$(host_sums)" = "$before" ]
+}
+
+@test "cp refuses to write to the read-only root, naming the path; the root is unchanged" {
+  local before
+  before=$(root_sum)
+  echo x > "$BATS_TEST_TMPDIR/x"
+  run restricted cp "$BATS_TEST_TMPDIR/x" cpbox:/etc/x
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/etc/x: /etc is on a read-only mount"* ]]
+  [ ! -e "/proc/$(pid)/root/etc/x" ]
+  [ -z "$(find "/proc/$(pid)/root/etc" -maxdepth 1 -name '.maka-cp-*')" ]
+  [ "$(root_sum)" = "$before" ]
+}
+
+@test "cp over the cap fails in both directions, explicitly, leaving no partial file" {
+  local root=/proc/$(pid)/root
+  # In: a file over --limit (refused before the sandbox is touched), and a
+  # stream over the 8 MiB default (refused while copying).
+  head -c 2097152 /dev/zero > "$BATS_TEST_TMPDIR/big"
+  run restricted cp --limit 1MiB "$BATS_TEST_TMPDIR/big" cpbox:/tmp/big
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"transfer too large"*"over the limit of 1048576 bytes"* ]]
+  run maka_sh 'head -c 9437184 /dev/zero | maka cp - cpbox:/maka/work/big9'
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/maka/work/big9: transfer too large"*"over the limit of 8388608 bytes"* ]]
+  [ ! -e "$root/tmp/big" ] && [ ! -e "$root/maka/work/big9" ]
+  [ -z "$(find "$root/tmp" "$root/maka/work" -name '.maka-cp-*')" ]
+  # Out: a 2 MiB file of the sandbox's over --limit, to a file and to stdout.
+  run restricted cp --limit 1MiB cpbox:/tmp/bigout "$BATS_TEST_TMPDIR/o"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/tmp/bigout: transfer too large"* ]]
+  [ ! -e "$BATS_TEST_TMPDIR/o" ]
+  [ -z "$(find "$BATS_TEST_TMPDIR" -name '.maka-cp-*')" ]
+  run maka_sh 'maka cp --limit 1MiB cpbox:/tmp/bigout - 2>/dev/null | wc -c'
+  [ "$output" = 0 ]
+}
+
+@test "cp does not hang on a FIFO in the sandbox, and replaces one it copies onto" {
+  run timeout 60 "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" cp cpbox:/tmp/fifo "$BATS_TEST_TMPDIR/f"
+  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+  [[ "$output" == *"/tmp/fifo: a FIFO, not copied"* ]]
+  [ ! -e "$BATS_TEST_TMPDIR/f" ]
+  echo data > "$BATS_TEST_TMPDIR/d"
+  run timeout 60 "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" cp "$BATS_TEST_TMPDIR/d" cpbox:/tmp/fifo
+  [ "$status" -eq 0 ]
+  [ -f "/proc/$(pid)/root/tmp/fifo" ]
+  [ "$(cat "/proc/$(pid)/root/tmp/fifo")" = data ]
+}
+
+@test "cp's bad forms fail clearly and change nothing" {
+  run restricted cp a b
+  [ "$status" -ne 0 ]
+  [[ "$output" == *'neither "a" nor "b" is ID:PATH'* ]]
+  run restricted cp only-one
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"cp: exactly 2 arguments expected, 1 given"* ]]
+  echo x > "$BATS_TEST_TMPDIR/x"
+  run restricted cp "$BATS_TEST_TMPDIR/x" nosuch:/tmp/badform
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"container nosuch does not exist"* ]]
+  run restricted cp --limit lots "$BATS_TEST_TMPDIR/x" cpbox:/tmp/badform
+  [ "$status" -ne 0 ]
+  [[ "$output" == *'--limit: "lots"'* ]]
+  run restricted cp cpbox:/tmp/missing "$BATS_TEST_TMPDIR/y"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/tmp/missing: no such file"* ]]
+  [ ! -e "$BATS_TEST_TMPDIR/y" ]
+  [ ! -e "/proc/$(pid)/root/tmp/badform" ]
+}
