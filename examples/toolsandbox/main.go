@@ -1,7 +1,7 @@
 // Command toolsandbox is the smallest program that uses maka as an agent's
 // tool sandbox: it launches a sandbox on a root filesystem, runs one
-// untrusted command in it with a deadline and a bounded reply, and tears
-// it down. Run it as root: toolsandbox ROOTFS.
+// untrusted command in it with a deadline and a bounded reply, copies the
+// file it wrote out, and tears it down. Run it as root: toolsandbox ROOTFS.
 package main
 
 import (
@@ -29,6 +29,9 @@ func main() {
 	defer sb.Destroy()
 	res, err := sb.Exec(ctx, sandbox.Command{Shell: "uname -s > report.txt; echo done", Timeout: 30 * time.Second})
 	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := sb.CopyOut("report.txt", os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("exit %d: %s", res.ExitCode, res.Stdout)

@@ -137,6 +137,33 @@ func TestGuestExec(t *testing.T) {
 		t.Errorf("command cgroups left: %q", subs)
 	}
 
+	// Files in and out: as the sandbox's root, and through no link
+	// planted inside (here to the host's /etc/passwd, which the sandbox's
+	// /etc/passwd is not).
+	if fi, err := s.CopyIn("in.txt", strings.NewReader("data\n"), 0o640); err != nil || fi.UID != 0 || fi.Path != "/maka/work/in.txt" {
+		t.Errorf("copy in: %v %+v", err, fi)
+	}
+	r, err = s.Exec(ctx, Command{Shell: "cat in.txt; stat -c '%u %a' in.txt; ln -s /etc/passwd link; ln -s / up"})
+	if err != nil || string(r.Stdout) != "data\n0 640\n" {
+		t.Errorf("the copied file seen inside: %v %q", err, r.Stdout)
+	}
+	var out strings.Builder
+	if _, err := s.CopyOut("in.txt", &out); err != nil || out.String() != "data\n" {
+		t.Errorf("copy out: %v %q", err, out.String())
+	}
+	for _, p := range []string{"link", "up/etc/hostname"} {
+		out.Reset()
+		if _, err := s.CopyOut(p, &out); err == nil || out.Len() != 0 {
+			t.Errorf("copy out of %s followed a planted link: %v %q", p, err, out.String())
+		}
+	}
+	if _, err := s.CopyIn("up/tmp/planted", strings.NewReader("x"), 0o644); err == nil {
+		t.Error("copy in through a planted link to / succeeded")
+	}
+	if _, err := os.Stat("/tmp/planted"); err == nil {
+		t.Error("copy in wrote the host's /tmp/planted")
+	}
+
 	// A timeout over the maximum is refused before anything runs.
 	if _, err := s.Exec(ctx, Command{Shell: "touch /maka/work/ran", Timeout: 181 * time.Second}); !errors.Is(err, ErrTimeoutTooLong) {
 		t.Errorf("timeout over the maximum: %v", err)

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -316,3 +318,37 @@ func (m *Manager) Recover() ([]libmaka.RecoveryResult, error) {
 // SANDBOX_BOUNDARY_VIOLATION or SANDBOX_TIMEOUT, as the contract document's
 // e.code and e.details.
 type BoundaryViolation = monitor.KilledError
+
+// target is the sandbox as a file transfer reaches it.
+func (s *Sandbox) target() (libmaka.Target, error) {
+	st, err := s.launched.Container.Container.State()
+	if err != nil {
+		return libmaka.Target{}, err
+	}
+	b := s.Boundary()
+	return libmaka.Target{Pid: s.launched.Pid, StartTime: st.BaseState.InitProcessStartTime, UIDMappings: b.UIDMappings, GIDMappings: b.GIDMappings}, nil
+}
+
+// CopyIn writes r to path in the sandbox (relative: under /maka/work), as
+// its root with the permission bits of mode, through no symbolic link and
+// only on a writable mount; more than the Manager's TransferLimit fails
+// (libmaka.ErrTransferTooLarge) and leaves no file. The FileInfo is the
+// sandbox's view.
+func (s *Sandbox) CopyIn(path string, r io.Reader, mode fs.FileMode) (libmaka.FileInfo, error) {
+	t, err := s.target()
+	if err != nil {
+		return libmaka.FileInfo{}, err
+	}
+	return libmaka.CopyIn(t, path, r, mode, s.m.opts.TransferLimit)
+}
+
+// CopyOut writes the regular file at path in the sandbox to w, through no
+// symbolic link; a file over the Manager's TransferLimit fails before
+// anything is written (libmaka.ErrTransferTooLarge).
+func (s *Sandbox) CopyOut(path string, w io.Writer) (libmaka.FileInfo, error) {
+	t, err := s.target()
+	if err != nil {
+		return libmaka.FileInfo{}, err
+	}
+	return libmaka.CopyOut(t, path, w, s.m.opts.TransferLimit)
+}

@@ -21,7 +21,8 @@ bats_require_minimum_version 1.5.0
   run "$MAKA_FIXTURES/toolsandbox" "$MAKA_ROOTFS"
   echo "$output"
   [ "$status" -eq 0 ]
-  [ "$output" = "exit 0: done" ]
+  [ "$output" = "Linux
+exit 0: done" ]
   # nothing of tool-1 is left: no state, no record, no cgroup
   run "$MAKA_BINARY" --root /run/maka --state-dir /var/lib/maka list -q
   [ "$status" -eq 0 ]
