@@ -150,7 +150,7 @@ crash_create_and_recover() { # STAGE STATUS_AFTER_CRASH
   ("$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" run --bundle "$B" rc-fg \
      </dev/null >/dev/null 2>&1 3>&-) &
   local runner=$!
-  wait_for_status rc-fg running
+  wait_for_status rc-fg running 90   # a foreground run on a loaded host is slow to start
   local maka_pid
   maka_pid=$(pgrep -f -- "run --bundle $B rc-fg" | head -1)
   [ -n "$maka_pid" ]
