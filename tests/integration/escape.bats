@@ -13,6 +13,10 @@ MAKA_POLICY=   # restricted, the default
 load helpers
 bats_require_minimum_version 1.5.0
 
+# Under emulation on a loaded machine a container start takes 5–20 s and
+# several tests start six or more: a wider hang detector.
+BATS_TEST_TIMEOUT=$(( ${BATS_TEST_TIMEOUT:-240} > 600 ? ${BATS_TEST_TIMEOUT:-240} : 600 ))
+
 HOSTDIR=/tmp/maka-escape   # host files the attacks aim at (guest's /tmp)
 
 setup_file() {
@@ -86,22 +90,22 @@ evil_root() {
   local before busybox p
   before=$(host_sum "$MAKA_BINARY")
   busybox=$(host_sum "$MAKA_ROOTFS/bin/busybox")
-  # The init tries every /proc/N/exe it sees, over and over, while the host
-  # execs into the container (each exec's runtime init passes through the
-  # container's pid namespace).
+  # The init tries every /proc/N/exe it sees, over and over until the
+  # container is deleted, while the host execs into the container (each
+  # exec's runtime init passes through the container's pid namespace).
   # shellcheck disable=SC2016
-  local attacker='i=0; while [ $i -lt 4000 ]; do i=$((i+1));
+  local attacker='while :; do
     for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = 1 ] && continue
       c=$(cat $d/comm 2>/dev/null) && [ "$c" != sh ] && [ "$c" != cat ] && echo "SAW $c"
       if { echo pwn >>"$d/exe"; } 2>/dev/null; then echo "WROTE $d/exe"; fi
     done; done'
-  for p in restricted baseline; do
+  for p in baseline restricted; do
     make_bundle "$BATS_TEST_TMPDIR/$p" sh -c "$attacker"
     run_bg "$p" "ex-$p" "$BATS_TEST_TMPDIR/$p"
     # shellcheck disable=SC2046
     run maka $(policy_args "$p") exec "ex-$p" escape openrw:/proc/self/exe openrw:/proc/1/exe write:/proc/1/exe
     echo "$p: $output"
-    [ "$status" -eq 0 ] || { echo "attacker:"; cat "$BATS_TEST_TMPDIR/ex-$p.out"; maka state "ex-$p"; false; }
+    [ "$status" -eq 0 ] || { echo "attacker:"; cat "$BATS_TEST_TMPDIR/ex-$p.out"; maka violations "ex-$p"; false; }
     [ "$(grep -c 'ret=-1 errno=\(ETXTBSY\|EACCES\|EPERM\|EROFS\)' <<<"$output")" -eq 3 ]
     # shellcheck disable=SC2046
     maka $(policy_args "$p") exec "ex-$p" sleep 2
@@ -136,9 +140,10 @@ evil_root() {
     [[ "$output" != *HOSTSECRET* ]]
   done
   # config.json's cwd, under both profiles: refused (nothing left), or
-  # inside the root. The lowest, a middle and the highest fd of the list.
+  # inside the root. The lowest and the highest fd of the list.
   local some
-  some="$(set -- $fds; echo "$1 ${4:-$1} ${!#}")"
+  # shellcheck disable=SC2086
+  some="$(set -- $fds; echo "$1 ${!#}")"
   for n in $some; do
     for p in baseline restricted; do
       make_bundle "$BATS_TEST_TMPDIR/cwd$n" sh -c "$probe"
@@ -217,7 +222,10 @@ kernel_log_has() { dmesg 2>/dev/null | grep -qF -- "$1"; }
   core=$(host_core)
   thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled)
   cgroups=$(find /sys/fs/cgroup -type d | sort)
+  # The kernel log shows a sysrq write (the control: the host's own).
+  echo h > /proc/sysrq-trigger
   sysrq_before=$(dmesg | grep -c 'sysrq: ' || true)
+  [ "$sysrq_before" -ge 1 ]
   # shellcheck disable=SC2016
   local probe='cat /proc/sys/kernel/core_pattern
     echo core > /proc/sys/kernel/core_pattern && echo "WROTE core_pattern"
@@ -278,6 +286,9 @@ kernel_log_has() { dmesg 2>/dev/null | grep -qF -- "$1"; }
   local modules kexec token=maka-escape-kmsg-$$-$RANDOM p
   modules=$(cut -d' ' -f1 /proc/modules | sort)
   kexec=$(cat /sys/kernel/kexec_loaded)
+  # The kernel log shows what reaches /dev/kmsg (the control: the host's own).
+  echo "maka-escape-control-$$" > /dev/kmsg
+  dmesg | grep -qF "maka-escape-control-$$"
   local attempts="io_uring userfaultfd bpf perf add_key keyctl init_module module kexec mknod:/dev/kmsg-x:1:11 mknod:/dev/loop-x:7:0 openrw:/dev/kmsg-x"
   # shellcheck disable=SC2016
   local probe='escape '"$attempts"'; [ -c /dev/kmsg-x ] && echo '"$token"' > /dev/kmsg-x && echo "WROTE kmsg"; echo done'
