@@ -212,6 +212,10 @@ evil_root() {
     [ "$(host_core)" = "$core" ]
     [ -z "$(ls -A "$HOSTDIR/victim")" ]
     [ "$(awk '{print $5}' /proc/self/mountinfo | sort)" = "$mounts" ]
+    if [ "$p" = baseline ] && [ "$status" -eq 0 ]; then
+      # The link was resolved in the root: the write went to the declared bind's source.
+      [ "$(cat "$HOSTDIR/src/pwn")" = pwn ]
+    fi
   done
 }
 
