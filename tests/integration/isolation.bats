@@ -78,7 +78,8 @@ mem_available_kib() { awk '/^MemAvailable:/ {print $2}' /proc/meminfo; }
   local loaded mem_during tmp_used
   loaded=$(median3 iso-neighbour)
   mem_during=$(mem_available_kib)
-  tmp_used=$(df -k "/proc/$pid/root/tmp" | awk 'NR == 2 {print $3}')
+  # (statfs: df lists only the mounts of its own mount namespace)
+  tmp_used=$(stat -f -c '%b %f %S' "/proc/$pid/root/tmp" | awk '{print int(($1 - $2) * $3 / 1024)}')
   echo "# isolation: neighbour exec median ${quiet} ms quiet, ${loaded} ms beside the hostile sandbox;" \
        "host MemAvailable $((mem_before / 1024)) MiB before, $((mem_during / 1024)) MiB during;" \
        "hostile pids.peak $(cat "$cg/pids.peak"), memory.peak $(( $(cat "$cg/memory.peak") / MiB )) MiB," \
