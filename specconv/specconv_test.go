@@ -1,9 +1,11 @@
 package specconv
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -145,6 +147,10 @@ func TestNewProcess(t *testing.T) {
 	}
 }
 
+// goInternals matches what an error must never show a user: Go's type and
+// struct-field names, encoding/json's own prefix.
+var goInternals = regexp.MustCompile(`specs\.|libmaka\.|Go value|Go struct|struct field|(^|[^.\w])json: `)
+
 // FuzzParseSpec: any byte string either decodes or gives an error naming
 // config.json; what decodes either converts or gives an error; nothing panics.
 func FuzzParseSpec(f *testing.F) {
@@ -159,7 +165,23 @@ func FuzzParseSpec(f *testing.F) {
 			if !strings.HasPrefix(err.Error(), "config.json: ") {
 				t.Fatalf("error does not name the file: %v", err)
 			}
+			if goInternals.MatchString(strings.TrimPrefix(err.Error(), "config.json: ")) {
+				t.Fatalf("error names Go internals: %v", err)
+			}
 			return
+		}
+		// What parses means one thing: encoded and parsed again, it
+		// encodes to the same bytes.
+		a, err := json.Marshal(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseSpec("config.json", a)
+		if err != nil {
+			t.Fatalf("re-encoded spec refused: %v", err)
+		}
+		if b, _ := json.Marshal(again); !bytes.Equal(a, b) {
+			t.Fatalf("round trip changed the spec:\n%s\n%s", a, b)
 		}
 		if err := Validate(spec); err != nil {
 			if !strings.Contains(err.Error(), ": ") {
