@@ -515,3 +515,32 @@ func TestConcurrentFirstOpensOfAStoreAllSucceed(t *testing.T) {
 		}
 	}
 }
+
+// An id maka accepts fits every file named after it; a longer one is
+// refused as invalid, not by "file name too long" from deep inside, and
+// the error shows its start and length rather than all of it.
+func TestLongestIDFitsItsFiles(t *testing.T) {
+	long := strings.Repeat("a", MaxIDLength)
+	if !ValidID(long) || ValidID(long+"a") || ValidID(strings.Repeat("a", 1000)) {
+		t.Fatalf("ValidID: %d characters must be valid, %d and 1000 not", MaxIDLength, MaxIDLength+1)
+	}
+	s, err := OpenStore(filepath.Join(t.TempDir(), "state"), "/run/maka", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Lock(long, 0)
+	if err != nil {
+		t.Fatalf("lock of a %d-character id: %v", MaxIDLength, err)
+	}
+	l.Unlock()
+	for _, p := range []string{s.tempPath(long), s.recordPath(long)} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatalf("a %d-character id's file: %v", MaxIDLength, err)
+		}
+	}
+	_, err = s.Lock(strings.Repeat("a", 1000), 0)
+	if err == nil || !strings.Contains(err.Error(), "invalid") || !strings.Contains(err.Error(), "(1000 characters)") ||
+		strings.Contains(err.Error(), strings.Repeat("a", 100)) {
+		t.Fatalf("lock of a 1000-character id: %v", err)
+	}
+}
