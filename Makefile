@@ -165,7 +165,7 @@ bench: build fixtures
 FUZZ_TARGETS = ./specconv:FuzzToBoundary ./specconv:FuzzParseSpec ./specconv:FuzzParsePolicy \
 	./specconv:FuzzNarrowSeccomp ./specconv:FuzzParseSize ./libmaka:FuzzParseRecord \
 	./libmaka:FuzzParseSignal ./libmaka:FuzzValidID .:FuzzParseUser .:FuzzParseProcess \
-	.:FuzzParseResources
+	.:FuzzParseResources ./libmaka/monitor:FuzzReadRecords
 FUZZTIME ?= 2m
 FUZZTIME_TEST ?= 5s
 fuzz:
