@@ -185,6 +185,9 @@ func execProcess(c *cli.Context) (int, error) {
 // parseProcessFile decodes exec --process's file: errors name the file and
 // the key by JSON's terms, never Go's.
 func parseProcessFile(path string, data []byte) (*specs.Process, error) {
+	if off := libmaka.InvalidUTF8(data); off >= 0 {
+		return nil, fmt.Errorf("--process %s: malformed JSON: a byte that is not UTF-8 (at byte %d): JSON text is UTF-8", path, off)
+	}
 	var p specs.Process
 	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("--process %s: %w", path, libmaka.JSONError(err, "process"))

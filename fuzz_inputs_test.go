@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // goInternals matches what an error must never show a user: Go's type and
@@ -48,8 +49,8 @@ func FuzzParseProcess(f *testing.F) {
 			}
 			return
 		}
-		if p == nil {
-			t.Fatal("nil process accepted")
+		if p == nil || !utf8.Valid(data) {
+			t.Fatal("nil process or a file that is not UTF-8 accepted")
 		}
 		roundTrip(t, func(b []byte) (any, error) { return parseProcessFile("/p.json", b) }, any(p))
 	})

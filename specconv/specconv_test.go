@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
 	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
@@ -170,6 +171,9 @@ func FuzzParseSpec(f *testing.F) {
 			}
 			return
 		}
+		if !utf8.Valid(data) {
+			t.Fatalf("a document that is not UTF-8 accepted")
+		}
 		// What parses means one thing: encoded and parsed again, it
 		// encodes to the same bytes.
 		a, err := json.Marshal(spec)
@@ -193,4 +197,17 @@ func FuzzParseSpec(f *testing.F) {
 			_, _ = NewProcess(spec.Process, true)
 		}
 	})
+}
+
+// A config.json with a byte that is not UTF-8 is refused, naming where:
+// encoding/json would turn it into U+FFFD and the sandbox would get a
+// hostname (or an argument, a path) other than the one written.
+func TestParseSpecRefusesInvalidUTF8(t *testing.T) {
+	_, err := ParseSpec("config.json", []byte("{\n\"hostname\": \"a\xff\xfe\"}"))
+	if err == nil || !strings.Contains(err.Error(), "not UTF-8") || !strings.Contains(err.Error(), "line 2, column 15") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := ParseSpec("config.json", []byte(`{"hostname": "caf\u00e9 café"}`)); err != nil {
+		t.Fatalf("valid UTF-8 refused: %v", err)
+	}
 }

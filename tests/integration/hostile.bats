@@ -101,9 +101,9 @@ cfg_case() { # NAME JQ_FILTER: a copy of the bundle with the filter applied
     jq -c '.process.args = 5' "$B/config.json" | tail -c +2; } >"$d/huge/config.json"
   refused maka_io create -b "$d/huge" hs-huge
   clear_error config.json process.args
-  # 50 MB of garbage
+  # 1 MB of garbage
   mkdir -p "$d/junk"
-  { printf '{"x": '; fill '#' 52428800; } >"$d/junk/config.json"
+  { printf '{"x": '; fill '#' 1048576; } >"$d/junk/config.json"
   refused maka_io create -b "$d/junk" hs-junk
   clear_error config.json malformed
   rm -rf "$d/huge" "$d/junk"
@@ -135,7 +135,7 @@ cfg_case() { # NAME JQ_FILTER: a copy of the bundle with the filter applied
   clear_error config.json trailing
   jq -c '.hostname = "HOSTNAME"' "$B/config.json" | sed 's/HOSTNAME/\xff\xfe/' >"$d/x/config.json"
   refused maka_io create -b "$d/x" hs-utf8
-  clear_error hostname
+  clear_error config.json "not UTF-8"
   assert_unchanged
 }
 
@@ -146,7 +146,8 @@ cfg_case() { # NAME JQ_FILTER: a copy of the bundle with the filter applied
   clear_error missing.json
   for k in 'args|{"args": "true", "cwd": "/"}' 'cwd|{"args": ["true"], "cwd": 7}' 'user.uid|{"args": ["true"], "cwd": "/", "user": {"uid": -1}}' \
            'env|{"args": ["true"], "cwd": "/", "env": "A=1"}' 'rlimits|{"args": ["true"], "cwd": "/", "rlimits": {}}' \
-           'process|[]' 'process|"x"' 'malformed|{"args": ["true"]' 'malformed|{"args": ["true"]}}'; do
+           'process|[]' 'malformed|{"args": ["true"]' 'malformed|{"args": ["true"]}}' \
+           $'UTF-8|{"args": ["true\xff"], "cwd": "/"}'; do
     f=${k#*|}; k=${k%%|*}
     printf '%s' "$f" >"$d/p.json"
     refused 255 maka exec --process "$d/p.json" hs-keep
