@@ -169,7 +169,7 @@ cfg_case() { # NAME JQ_FILTER: a copy of the bundle with the filter applied
            'capabilities|{"profile": "restricted", "capabilities": "CAP_KILL"}' \
            'profil|{"profil": "restricted"}' \
            'profile|{"profile": "restrictd"}' \
-           'memory|{"profile": "restricted", "limits": {"memory": "lots"}}' \
+           'memory|{"profile": "restricted", "maxLimits": {"memory": "lots"}}' \
            'null|null' 'empty|' 'second|{"profile": "restricted"} {"profile": "baseline"}' \
            'malformed|{"profile": "restricted"' 'malformed|{"profile": restricted}'; do
     f=${k#*|}; k=${k%%|*}
