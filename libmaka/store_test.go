@@ -544,3 +544,14 @@ func TestLongestIDFitsItsFiles(t *testing.T) {
 		t.Fatalf("lock of a 1000-character id: %v", err)
 	}
 }
+
+// Load refuses an invalid id by the id rule, before any path is made of it.
+func TestLoadRefusesInvalidIDs(t *testing.T) {
+	rt := &Runtime{Root: t.TempDir(), StateDir: t.TempDir()}
+	for _, id := range []string{strings.Repeat("a", 1000), "..", "a/b", "\xff"} {
+		_, err := rt.Load(id)
+		if err == nil || !strings.Contains(err.Error(), "invalid") || strings.Contains(err.Error(), "lstat") {
+			t.Errorf("Load(%.20q): %v", id, err)
+		}
+	}
+}

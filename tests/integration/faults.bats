@@ -22,7 +22,8 @@ MARK=4246   # the sandboxes' process: "sleep 4246", used by no other file
 
 setup_file() {
   maka_setup_file
-  echo '{"profile": "restricted"}' >"$BATS_FILE_TMPDIR/restricted.json"
+  # restricted's default lifetime (180 s) would end fk-keep mid-test
+  echo '{"profile": "restricted", "defaultLimits": {"timeout": 3600}}' >"$BATS_FILE_TMPDIR/restricted.json"
   export MAKA_POLICY=$BATS_FILE_TMPDIR/restricted.json
   export B=$BATS_FILE_TMPDIR/b
   make_bundle "$B" sleep "$MARK"
