@@ -87,18 +87,18 @@ fault_rounds() {
   : >"$BATS_TEST_TMPDIR/maka.log"
   for r in $(seq 1 "$rounds"); do
     ms=$((RANDOM % max)); how=$(kill_at_random "$ms" create -b "$B" "fk-c$r")
-    echo "round $r: create killed after $ms ms: $how"
+    echo "# round $r: create killed after $ms ms: $how" | tee /dev/fd/3
     recovered "fk-c$r"
     ms=$((RANDOM % max)); how=$(kill_at_random "$ms" run -d -b "$B" "fk-r$r")
-    echo "round $r: run -d killed after $ms ms: $how"
+    echo "# round $r: run -d killed after $ms ms: $how" | tee /dev/fd/3
     recovered "fk-r$r"
     ms=$((RANDOM % max)); how=$(kill_at_random "$ms" exec fk-keep sh -c "sleep 1")
-    echo "round $r: exec killed after $ms ms: $how"
+    echo "# round $r: exec killed after $ms ms: $how" | tee /dev/fd/3
     recovered "fk-none" # recover after the exec; nothing of another id
     [ "$(maka state fk-keep | jq -r .status)" = running ]
     maka_io create -b "$B" "fk-d$r" >/dev/null
     ms=$((RANDOM % (max / 2))); how=$(kill_at_random "$ms" delete --force "fk-d$r")
-    echo "round $r: delete killed after $ms ms: $how"
+    echo "# round $r: delete killed after $ms ms: $how" | tee /dev/fd/3
     recovered "fk-d$r"
   done
   sleep 1 # the killed execs' "sleep 1" end

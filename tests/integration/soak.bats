@@ -53,6 +53,7 @@ check_world() { # BEFORE
   local after
   after=$(world)
   echo "after:"; echo "$after"
+  echo "$after" | sed 's/^/# after: /' >&3
   [ "$after" = "$1" ] || { diff <(echo "$1") <(echo "$after"); false; }
   [ "$(maka list -q)" = sk-keep ]
   [ "$(maka state sk-keep | jq -r .status)" = running ]
@@ -66,7 +67,7 @@ check_world() { # BEFORE
   for i in $(seq 1 "$n"); do
     lifecycle "sk-s$i" || fails=$((fails + 1))
   done
-  echo "sequential: N=$n lifecycles in $((SECONDS - start)) s, $fails failed"
+  echo "# sequential: N=$n lifecycles in $((SECONDS - start)) s, $fails failed" | tee /dev/fd/3
   [ "$fails" -eq 0 ]
   check_world "$before"
 }
@@ -87,7 +88,7 @@ check_world() { # BEFORE
   cat "$BATS_TEST_TMPDIR"/w*.log
   local fails
   fails=$(awk '{s += $1} END {print s + 0}' "$BATS_TEST_TMPDIR"/w*.fails)
-  echo "parallel: N=$n lifecycles in $par loops in $((SECONDS - start)) s, $fails failed"
+  echo "# parallel: N=$n lifecycles in $par loops in $((SECONDS - start)) s, $fails failed" | tee /dev/fd/3
   [ "$fails" -eq 0 ]
   check_world "$before"
 }
