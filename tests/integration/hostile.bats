@@ -15,6 +15,11 @@ load helpers
 
 bats_require_minimum_version 1.5.0
 
+# Each test runs dozens of maka processes and parses 50 MB files: on a
+# loaded host under emulation a test took 230 s; a wider hang detector
+# (read by bats after this file is sourced).
+BATS_TEST_TIMEOUT=$(( ${BATS_TEST_TIMEOUT:-240} > 600 ? ${BATS_TEST_TIMEOUT:-240} : 600 ))
+
 setup_file() {
   maka_setup_file
   export B=$BATS_FILE_TMPDIR/b
