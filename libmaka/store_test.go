@@ -2,6 +2,7 @@ package libmaka
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -553,5 +554,25 @@ func TestLoadRefusesInvalidIDs(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "invalid") || strings.Contains(err.Error(), "lstat") {
 			t.Errorf("Load(%.20q): %v", id, err)
 		}
+	}
+}
+
+// A --root that is a file (or under one) is refused before a store is made
+// for it in the state dir: a refused create leaves nothing there.
+func TestBeginRefusesARootThatIsAFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "afile")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	for _, root := range []string{file, filepath.Join(file, "below")} {
+		rt := &Runtime{Root: root, StateDir: state}
+		if _, err := rt.Begin("box", "create"); err == nil || !strings.Contains(err.Error(), "not a directory") {
+			t.Errorf("Begin with --root %s: %v", root, err)
+		}
+	}
+	if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the state dir was made: %v", err)
 	}
 }
