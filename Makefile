@@ -131,12 +131,12 @@ integration: build fixtures crictl
 
 # The long stress tests (bats tag soak: 20 parallel create/start/delete
 # loops, 50 concurrent creates leasing id blocks, MAKA_SOAK_N sequential and
-# MAKA_SOAK_PAR-way parallel lifecycles, MAKA_SOAK_FAULT_ROUNDS rounds of
+# MAKA_SOAK_PAR-way parallel lifecycles, MAKA_FAULT_ROUNDS rounds of
 # SIGKILL at random points), in the guest like the rest; not part of
 # `make test`.  MAKA_* variables reach the guest: make soak MAKA_SOAK_N=50.
 SOAK_TESTS ?= tests/integration/recover.bats tests/integration/userns.bats \
 	tests/integration/soak.bats tests/integration/faults.bats
-export MAKA_SOAK_N MAKA_SOAK_PAR MAKA_SOAK_FAULT_ROUNDS MAKA_FAULT_ROUNDS MAKA_FAULT_MAX_MS
+export MAKA_SOAK_N MAKA_SOAK_PAR MAKA_FAULT_ROUNDS MAKA_FAULT_MAX_MS
 soak: build fixtures crictl
 	$(MAKE) --no-print-directory integration INTEGRATION_TAGS=soak TESTS="$(SOAK_TESTS)"
 
