@@ -141,9 +141,13 @@ integration: build fixtures crictl
 	tests/integration/run.sh $(TESTS)
 
 # The long stress tests (bats tag soak: 20 parallel create/start/delete
-# loops, 50 concurrent creates leasing id blocks), in the guest like the
-# rest; not part of `make test`.
-SOAK_TESTS ?= tests/integration/recover.bats tests/integration/userns.bats
+# loops, 50 concurrent creates leasing id blocks, MAKA_SOAK_N sequential and
+# MAKA_SOAK_PAR-way parallel lifecycles, MAKA_FAULT_ROUNDS rounds of
+# SIGKILL at random points), in the guest like the rest; not part of
+# `make test`.  MAKA_* variables reach the guest: make soak MAKA_SOAK_N=50.
+SOAK_TESTS ?= tests/integration/recover.bats tests/integration/userns.bats \
+	tests/integration/soak.bats tests/integration/faults.bats
+export MAKA_SOAK_N MAKA_SOAK_PAR MAKA_FAULT_ROUNDS MAKA_FAULT_MAX_MS
 soak: build fixtures crictl
 	$(MAKE) --no-print-directory integration INTEGRATION_TAGS=soak TESTS="$(SOAK_TESTS)"
 
@@ -171,7 +175,8 @@ bench: build fixtures
 # failing input is written to testdata/fuzz: commit it with the fix.
 FUZZ_TARGETS = ./specconv:FuzzToBoundary ./specconv:FuzzParseSpec ./specconv:FuzzParsePolicy \
 	./specconv:FuzzNarrowSeccomp ./specconv:FuzzParseSize ./libmaka:FuzzParseRecord \
-	./libmaka:FuzzParseSignal ./libmaka:FuzzValidID .:FuzzParseUser
+	./libmaka:FuzzParseSignal ./libmaka:FuzzValidID .:FuzzParseUser .:FuzzParseProcess \
+	.:FuzzParseResources ./libmaka/monitor:FuzzReadRecords
 FUZZTIME ?= 2m
 FUZZTIME_TEST ?= 5s
 fuzz:

@@ -202,6 +202,19 @@ func execProcess(c *cli.Context) (int, error) {
 	return fwd.forward(pid, io), nil
 }
 
+// parseProcessFile decodes exec --process's file: errors name the file and
+// the key by JSON's terms, never Go's.
+func parseProcessFile(path string, data []byte) (*specs.Process, error) {
+	if off := libmaka.InvalidUTF8(data); off >= 0 {
+		return nil, fmt.Errorf("--process %s: malformed JSON: a byte that is not UTF-8 (at byte %d): JSON text is UTF-8", path, off)
+	}
+	var p specs.Process
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("--process %s: %w", path, libmaka.JSONError(err, "process"))
+	}
+	return &p, nil
+}
+
 // execSpec builds the process to exec: --process, or the init's process
 // spec with the command line and flags applied.
 func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
@@ -210,12 +223,7 @@ func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--process: %w", err)
 		}
-		var p specs.Process
-		if err := json.Unmarshal(data, &p); err != nil {
-			// Named by key and JSON type, never by Go's.
-			return nil, fmt.Errorf("--process %s: %w", path, libmaka.JSONError(err, "process"))
-		}
-		return &p, nil
+		return parseProcessFile(path, data)
 	}
 	args := c.Args().Tail()
 	if len(args) > 0 && args[0] == "--" {

@@ -123,6 +123,16 @@ EXAMPLE:
 	},
 }
 
+// parseResourcesFile decodes update --resources's file: errors name the
+// file and the key by JSON's terms, never Go's.
+func parseResourcesFile(path string, data []byte) (*specs.LinuxResources, error) {
+	r := &specs.LinuxResources{}
+	if err := json.Unmarshal(data, r); err != nil {
+		return nil, fmt.Errorf("--resources %s: %w", path, libmaka.JSONError(err, "resources"))
+	}
+	return r, nil
+}
+
 // updateResources reads --resources and applies the single-value flags.
 func updateResources(c *cli.Context) (*specs.LinuxResources, error) {
 	r := &specs.LinuxResources{}
@@ -137,9 +147,8 @@ func updateResources(c *cli.Context) (*specs.LinuxResources, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--resources: %w", err)
 		}
-		if err := json.Unmarshal(data, r); err != nil {
-			// Named by key and JSON type, never by Go's.
-			return nil, fmt.Errorf("--resources %s: %w", path, libmaka.JSONError(err, "resources"))
+		if r, err = parseResourcesFile(path, data); err != nil {
+			return nil, err
 		}
 	}
 	for _, name := range []string{"l3-cache-schema", "mem-bw-schema"} {

@@ -39,7 +39,7 @@ const (
 func (p *Policy) CgroupPath(id, requested string) (string, error) {
 	if requested == "" {
 		if !ValidID(id) {
-			return "", fmt.Errorf("container id %q: invalid (allowed: letters, digits, _ + - . and not . or ..)", id)
+			return "", InvalidIDError(id)
 		}
 		return p.OwnParent() + "/" + id, nil
 	}

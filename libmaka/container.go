@@ -165,6 +165,11 @@ func (rt *Runtime) Load(id string) (*Container, error) {
 	if id == "" {
 		return nil, errors.New("container id cannot be empty")
 	}
+	if !ValidID(id) {
+		// libcontainer would lstat the id as a path ("file name too
+		// long" for a 1,000-character id).
+		return nil, InvalidIDError(id)
+	}
 	lc, err := libcontainer.Load(rt.Root, id)
 	if err != nil {
 		return nil, containerError(id, err)

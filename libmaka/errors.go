@@ -36,7 +36,10 @@ func containerError(id string, err error) error {
 	case errors.Is(err, libcontainer.ErrNotRunning):
 		return ErrNotRunning
 	case errors.Is(err, libcontainer.ErrInvalidID):
-		return fmt.Errorf("container id %q: %w (allowed: letters, digits, _ + - . and not . or ..)", id, err)
+		if len(id) > 64 {
+			return InvalidIDError(id)
+		}
+		return fmt.Errorf("container id %q: %w (%s)", id, err, IDRule)
 	}
 	return err
 }

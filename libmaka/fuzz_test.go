@@ -33,7 +33,7 @@ func FuzzParseSignal(f *testing.F) {
 // FuzzValidID: an id maka accepts names a file inside the records and
 // locks directories, whatever it holds, and never a path.
 func FuzzValidID(f *testing.F) {
-	for _, s := range []string{"box", "a.b-c_d+e", ".", "..", "../x", "a/b", "a\x00b", strings.Repeat("x", 1025), "\xff"} {
+	for _, s := range []string{"box", "a.b-c_d+e", ".", "..", "../x", "a/b", "a\x00b", strings.Repeat("x", 1025), strings.Repeat("x", MaxIDLength), strings.Repeat("x", MaxIDLength+1), "\xff"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
@@ -47,7 +47,7 @@ func FuzzValidID(f *testing.F) {
 				t.Fatalf("id %q names %s, outside the store's directories", id, p)
 			}
 		}
-		if len(id) > 1024 || strings.ContainsAny(id, "/\x00") || id == "." || id == ".." {
+		if len(id) > MaxIDLength || strings.ContainsAny(id, "/\x00") || id == "." || id == ".." {
 			t.Fatalf("id %q accepted", id)
 		}
 	})

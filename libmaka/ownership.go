@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -42,6 +43,11 @@ type Op struct {
 // Begin takes the id's lock for command (waiting up to LockWait for another
 // holder) and cleans a dead owner's leftovers for the id, if any.
 func (rt *Runtime) Begin(id, command string) (*Op, error) {
+	// A --root that cannot be a directory fails every command: refuse it
+	// before the store (a directory per root) is made for it.
+	if st, err := os.Stat(rt.Root); (err == nil && !st.IsDir()) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, fmt.Errorf("--root %s: not a directory", rt.Root)
+	}
 	store, err := rt.Store(true)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/moby/sys/capability"
 )
@@ -85,6 +86,24 @@ func decodeStrict(data []byte, v any) error {
 	default:
 		return fmt.Errorf("unexpected data after the policy object: %v", JSONError(err, "policy"))
 	}
+}
+
+// InvalidUTF8 is the offset of the first byte of data that is not UTF-8,
+// or -1. JSON text is UTF-8 (RFC 8259); encoding/json would silently
+// replace such a byte with U+FFFD, and the document would not mean what
+// its bytes say.
+func InvalidUTF8(data []byte) int64 {
+	if utf8.Valid(data) {
+		return -1
+	}
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n == 1 {
+			return int64(i)
+		}
+		i += n
+	}
+	return -1
 }
 
 // JSONError rewrites encoding/json's errors (which name Go types and

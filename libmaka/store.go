@@ -177,10 +177,29 @@ func cleanAbs(p string) bool {
 	return p != "" && filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsRune(p, 0)
 }
 
+// MaxIDLength is the longest id: its records' temporary file
+// (".<id>.json.tmp") must fit a file name (255 bytes), as must its lock,
+// its state directory and its cgroup.
+const MaxIDLength = 255 - len("..json.tmp")
+
+// IDRule says which ids are valid, for error messages.
+const IDRule = "allowed: letters, digits, _ + - . and not . or .., at most 245 characters"
+
+// InvalidIDError is the error for an id that is not ValidID: a long id is
+// shown by its start and length, not whole.
+func InvalidIDError(id string) error {
+	shown := fmt.Sprintf("%q", id)
+	if len(id) > 64 {
+		shown = fmt.Sprintf("%q... (%d characters)", id[:32], len(id))
+	}
+	return fmt.Errorf("container id %s: invalid (%s)", shown, IDRule)
+}
+
 // ValidID reports whether id is a container id libcontainer accepts
-// (letters, digits, _ + - . and not . or ..); only such ids name files.
+// (letters, digits, _ + - . and not . or ..) and that fits a file name
+// (MaxIDLength); only such ids name files.
 func ValidID(id string) bool {
-	if id == "" || id == "." || id == ".." || len(id) > 1024 {
+	if id == "" || id == "." || id == ".." || len(id) > MaxIDLength {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
@@ -334,7 +353,7 @@ type Lock struct {
 // nothing while they wait, and wake as soon as the holder lets go.
 func (s *Store) Lock(id string, wait time.Duration) (*Lock, error) {
 	if !ValidID(id) {
-		return nil, fmt.Errorf("container id %q: invalid (allowed: letters, digits, _ + - . and not . or ..)", id)
+		return nil, InvalidIDError(id)
 	}
 	f, err := os.OpenFile(filepath.Join(s.locksDir(), id+".lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {

@@ -2,6 +2,7 @@ package libmaka
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -513,5 +514,65 @@ func TestConcurrentFirstOpensOfAStoreAllSucceed(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// An id maka accepts fits every file named after it; a longer one is
+// refused as invalid, not by "file name too long" from deep inside, and
+// the error shows its start and length rather than all of it.
+func TestLongestIDFitsItsFiles(t *testing.T) {
+	long := strings.Repeat("a", MaxIDLength)
+	if !ValidID(long) || ValidID(long+"a") || ValidID(strings.Repeat("a", 1000)) {
+		t.Fatalf("ValidID: %d characters must be valid, %d and 1000 not", MaxIDLength, MaxIDLength+1)
+	}
+	s, err := OpenStore(filepath.Join(t.TempDir(), "state"), "/run/maka", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Lock(long, 0)
+	if err != nil {
+		t.Fatalf("lock of a %d-character id: %v", MaxIDLength, err)
+	}
+	l.Unlock()
+	for _, p := range []string{s.tempPath(long), s.recordPath(long)} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatalf("a %d-character id's file: %v", MaxIDLength, err)
+		}
+	}
+	_, err = s.Lock(strings.Repeat("a", 1000), 0)
+	if err == nil || !strings.Contains(err.Error(), "invalid") || !strings.Contains(err.Error(), "(1000 characters)") ||
+		strings.Contains(err.Error(), strings.Repeat("a", 100)) {
+		t.Fatalf("lock of a 1000-character id: %v", err)
+	}
+}
+
+// Load refuses an invalid id by the id rule, before any path is made of it.
+func TestLoadRefusesInvalidIDs(t *testing.T) {
+	rt := &Runtime{Root: t.TempDir(), StateDir: t.TempDir()}
+	for _, id := range []string{strings.Repeat("a", 1000), "..", "a/b", "\xff"} {
+		_, err := rt.Load(id)
+		if err == nil || !strings.Contains(err.Error(), "invalid") || strings.Contains(err.Error(), "lstat") {
+			t.Errorf("Load(%.20q): %v", id, err)
+		}
+	}
+}
+
+// A --root that is a file (or under one) is refused before a store is made
+// for it in the state dir: a refused create leaves nothing there.
+func TestBeginRefusesARootThatIsAFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "afile")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	for _, root := range []string{file, filepath.Join(file, "below")} {
+		rt := &Runtime{Root: root, StateDir: state}
+		if _, err := rt.Begin("box", "create"); err == nil || !strings.Contains(err.Error(), "not a directory") {
+			t.Errorf("Begin with --root %s: %v", root, err)
+		}
+	}
+	if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the state dir was made: %v", err)
 	}
 }

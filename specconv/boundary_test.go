@@ -300,6 +300,13 @@ func FuzzParsePolicy(f *testing.F) {
 				t.Fatalf("delegated range %+v accepted with pool %+v", r, p.IDPool)
 			}
 		}
+		// Every capability a policy grants is one the kernel knows: a
+		// misspelt name is refused, never silently granted as nothing.
+		for _, c := range p.Capabilities {
+			if !libmaka.KnownCapability(c) {
+				t.Fatalf("unknown capability %q accepted", c)
+			}
+		}
 		if p.UserNamespace != libmaka.UserNamespaceRequired && p.UserNamespace != libmaka.UserNamespaceOptional {
 			t.Fatalf("userNamespace %q accepted", p.UserNamespace)
 		}

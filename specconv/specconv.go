@@ -43,6 +43,9 @@ func LoadSpec(bundle string) (*specs.Spec, error) {
 
 // ParseSpec decodes a config.json document; name is used in errors.
 func ParseSpec(name string, data []byte) (*specs.Spec, error) {
+	if off := libmaka.InvalidUTF8(data); off >= 0 {
+		return nil, fmt.Errorf("%s: malformed JSON: a byte that is not UTF-8 (%s): JSON text is UTF-8", name, lineCol(data, off))
+	}
 	var spec specs.Spec
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&spec); err != nil {

@@ -1,11 +1,14 @@
 package specconv
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
 	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
@@ -145,6 +148,10 @@ func TestNewProcess(t *testing.T) {
 	}
 }
 
+// goInternals matches what an error must never show a user: Go's type and
+// struct-field names, encoding/json's own prefix.
+var goInternals = regexp.MustCompile(`specs\.|libmaka\.|Go value|Go struct|struct field|(^|[^.\w])json: `)
+
 // FuzzParseSpec: any byte string either decodes or gives an error naming
 // config.json; what decodes either converts or gives an error; nothing panics.
 func FuzzParseSpec(f *testing.F) {
@@ -159,7 +166,26 @@ func FuzzParseSpec(f *testing.F) {
 			if !strings.HasPrefix(err.Error(), "config.json: ") {
 				t.Fatalf("error does not name the file: %v", err)
 			}
+			if goInternals.MatchString(strings.TrimPrefix(err.Error(), "config.json: ")) {
+				t.Fatalf("error names Go internals: %v", err)
+			}
 			return
+		}
+		if !utf8.Valid(data) {
+			t.Fatalf("a document that is not UTF-8 accepted")
+		}
+		// What parses means one thing: encoded and parsed again, it
+		// encodes to the same bytes.
+		a, err := json.Marshal(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseSpec("config.json", a)
+		if err != nil {
+			t.Fatalf("re-encoded spec refused: %v", err)
+		}
+		if b, _ := json.Marshal(again); !bytes.Equal(a, b) {
+			t.Fatalf("round trip changed the spec:\n%s\n%s", a, b)
 		}
 		if err := Validate(spec); err != nil {
 			if !strings.Contains(err.Error(), ": ") {
@@ -171,4 +197,17 @@ func FuzzParseSpec(f *testing.F) {
 			_, _ = NewProcess(spec.Process, true)
 		}
 	})
+}
+
+// A config.json with a byte that is not UTF-8 is refused, naming where:
+// encoding/json would turn it into U+FFFD and the sandbox would get a
+// hostname (or an argument, a path) other than the one written.
+func TestParseSpecRefusesInvalidUTF8(t *testing.T) {
+	_, err := ParseSpec("config.json", []byte("{\n\"hostname\": \"a\xff\xfe\"}"))
+	if err == nil || !strings.Contains(err.Error(), "not UTF-8") || !strings.Contains(err.Error(), "line 2, column 15") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := ParseSpec("config.json", []byte(`{"hostname": "caf\u00e9 café"}`)); err != nil {
+		t.Fatalf("valid UTF-8 refused: %v", err)
+	}
 }
