@@ -182,6 +182,14 @@ func cfgVerdict(cfg *specs.LinuxSeccomp, name string) cfgView {
 func carve(alts [][]specs.LinuxSeccompArg, refused []specs.LinuxSeccompArg) [][]specs.LinuxSeccompArg {
 	var out [][]specs.LinuxSeccompArg
 	for _, a := range alts {
+		if disjoint(a, refused) {
+			// The refusal never holds where a does: nothing to carve
+			// (maka's own profile allows clone without namespace flags
+			// and refuses each flag with a masked equality; no masked
+			// equality has a negation, so carving would refuse clone).
+			out = append(out, a)
+			continue
+		}
 		for _, c := range refused {
 			n, ok := negate(c)
 			if !ok {
@@ -196,6 +204,32 @@ func carve(alts [][]specs.LinuxSeccompArg, refused []specs.LinuxSeccompArg) [][]
 		return nil
 	}
 	return out
+}
+
+// disjoint reports whether alternatives a and b provably never hold
+// together: on one index, an equality the other condition refuses, or two
+// masked equalities that disagree on their common bits. false when it
+// cannot tell (the caller then carves, which is narrower).
+func disjoint(a, b []specs.LinuxSeccompArg) bool {
+	for _, cb := range b {
+		for _, ca := range a {
+			if ca.Index != cb.Index {
+				continue
+			}
+			switch {
+			case ca.Op == specs.OpEqualTo && knownOp(cb.Op) && !condHolds(cb, ca.Value):
+				return true
+			case cb.Op == specs.OpEqualTo && knownOp(ca.Op) && !condHolds(ca, cb.Value):
+				return true
+			case ca.Op == specs.OpMaskedEqual && cb.Op == specs.OpMaskedEqual:
+				common := ca.Value & cb.Value
+				if ca.ValueTwo&common != cb.ValueTwo&common {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func negate(c specs.LinuxSeccompArg) (specs.LinuxSeccompArg, bool) {

@@ -269,3 +269,70 @@ func FuzzNarrowSeccomp(f *testing.F) {
 		}
 	})
 }
+
+// maka's own profile handed back as config.json's (what `maka boundary
+// --format oci` prints, what runc and crun are given) narrows to itself:
+// clone without namespace flags stays allowed. Carving each flag's masked
+// refusal out of the allow once dropped it, and nothing could fork.
+func TestNarrowOwnProfileKeepsPlainClone(t *testing.T) {
+	own := DefaultSeccomp(false)
+	got, err := NarrowSeccomp(own, DefaultSeccomp(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var allow, notify int
+	for _, r := range got.Syscalls {
+		if !slices.Contains(r.Names, "clone") {
+			continue
+		}
+		switch r.Action {
+		case specs.ActAllow:
+			allow++
+			if len(r.Args) != 1 || r.Args[0].Op != specs.OpMaskedEqual || r.Args[0].ValueTwo != 0 || r.Args[0].Value != nsMaskForTest(own) {
+				t.Errorf("clone allowed with %+v, want (flags & namespace flags) == 0", r.Args)
+			}
+		case specs.ActNotify:
+			notify++
+		}
+	}
+	if allow != 1 || notify != 8 {
+		t.Errorf("clone: %d allow and %d notify rules, want 1 and 8", allow, notify)
+	}
+}
+
+// nsMaskForTest is the mask of own's clone allow rule.
+func nsMaskForTest(own *specs.LinuxSeccomp) uint64 {
+	for _, r := range own.Syscalls {
+		if slices.Contains(r.Names, "clone") && r.Action == specs.ActAllow && len(r.Args) == 1 {
+			return r.Args[0].Value
+		}
+	}
+	return 0
+}
+
+func TestDisjoint(t *testing.T) {
+	m := func(mask, v uint64) specs.LinuxSeccompArg {
+		return specs.LinuxSeccompArg{Index: 0, Op: specs.OpMaskedEqual, Value: mask, ValueTwo: v}
+	}
+	eq := func(v uint64) specs.LinuxSeccompArg {
+		return specs.LinuxSeccompArg{Index: 0, Op: specs.OpEqualTo, Value: v}
+	}
+	lt := func(v uint64) specs.LinuxSeccompArg {
+		return specs.LinuxSeccompArg{Index: 0, Op: specs.OpLessThan, Value: v}
+	}
+	for _, tc := range []struct {
+		a, b []specs.LinuxSeccompArg
+		want bool
+	}{
+		{[]specs.LinuxSeccompArg{m(0x7e020080, 0)}, []specs.LinuxSeccompArg{m(0x10000000, 0x10000000)}, true},
+		{[]specs.LinuxSeccompArg{m(0x7e020080, 0)}, []specs.LinuxSeccompArg{m(0x1, 0x1)}, false}, // no common bits
+		{[]specs.LinuxSeccompArg{eq(5)}, []specs.LinuxSeccompArg{lt(3)}, true},
+		{[]specs.LinuxSeccompArg{eq(2)}, []specs.LinuxSeccompArg{lt(3)}, false},
+		{[]specs.LinuxSeccompArg{lt(3)}, []specs.LinuxSeccompArg{m(0xf, 0x1)}, false}, // cannot tell
+		{[]specs.LinuxSeccompArg{m(0xf, 0)}, []specs.LinuxSeccompArg{{Index: 1, Op: specs.OpMaskedEqual, Value: 0xf, ValueTwo: 0xf}}, false},
+	} {
+		if got := disjoint(tc.a, tc.b); got != tc.want {
+			t.Errorf("disjoint(%+v, %+v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
