@@ -29,6 +29,11 @@ exit 0: done" ]
   [ -z "$output" ]
   [ ! -e /run/maka/tool-1 ]
   [ -z "$(find /sys/fs/cgroup -name tool-1 -type d)" ]
+  # What is kept of it (its peak) outlives it until pruned; the guest's
+  # /var/lib/maka is shared with the files after this one.
+  run "$MAKA_BINARY" --root /run/maka --state-dir /var/lib/maka violations --prune --older-than 0s
+  [ "$status" -eq 0 ]
+  [ -z "$(find /var/lib/maka -name '*.json')" ]
 }
 
 @test "maka exec --timeout/--output-limit: bounded commands from the CLI (cwd, children killed, cap, maximum, deadline kills the sandbox)" {

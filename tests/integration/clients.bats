@@ -365,7 +365,12 @@ left: 0
     wait $evpid || true
     cat "$BATS_TEST_TMPDIR/events.$rt"
     [ "$status" -eq 137 ]
-    grep -q "/tasks/oom {\"container_id\":\"co-$rt\"}" "$BATS_TEST_TMPDIR/events.$rt"
+    # runc's shim missed the event once in CI (its memory.events watch
+    # raced the cgroup's removal): required of maka, only noted for runc.
+    if ! grep -q "/tasks/oom {\"container_id\":\"co-$rt\"}" "$BATS_TEST_TMPDIR/events.$rt"; then
+      [ "$rt" = runc ] || return 1
+      echo "# runc: no /tasks/oom event this time" >&3
+    fi
     grep -q "/tasks/exit {\"container_id\":\"co-$rt\".*\"exit_status\":137" "$BATS_TEST_TMPDIR/events.$rt"
   done
 }
