@@ -260,6 +260,14 @@ func limitOf(limit int64) int64 {
 // regular file is refused with ErrNotRegularFile without being opened for
 // reading. The FileInfo is the sandbox's view.
 func CopyOut(t Target, name string, w io.Writer, limit int64) (FileInfo, error) {
+	return atRoot(t, name, func(root int, p string) (FileInfo, error) {
+		return copyOutAt(root, p, w, limitOf(limit), t)
+	})
+}
+
+// atRoot resolves name in the sandbox (sandboxPath) and calls f with the
+// sandbox's root, opened for the call (openRoot).
+func atRoot(t Target, name string, f func(root int, p string) (FileInfo, error)) (FileInfo, error) {
 	p, err := sandboxPath(name)
 	if err != nil {
 		return FileInfo{}, err
@@ -269,7 +277,7 @@ func CopyOut(t Target, name string, w io.Writer, limit int64) (FileInfo, error) 
 		return FileInfo{}, err
 	}
 	defer root.Close()
-	return copyOutAt(int(root.Fd()), p, w, limitOf(limit), t)
+	return f(int(root.Fd()), p)
 }
 
 // copyOutAt is CopyOut from an open root directory (p absolute and clean).
@@ -338,16 +346,9 @@ func typeName(mode uint32) string {
 // component is reported as a link (Mode has fs.ModeSymlink), a directory
 // with fs.ModeDir. Size is the file's size.
 func Stat(t Target, name string) (FileInfo, error) {
-	p, err := sandboxPath(name)
-	if err != nil {
-		return FileInfo{}, err
-	}
-	root, err := openRoot(t)
-	if err != nil {
-		return FileInfo{}, err
-	}
-	defer root.Close()
-	return statAt(int(root.Fd()), p, t)
+	return atRoot(t, name, func(root int, p string) (FileInfo, error) {
+		return statAt(root, p, t)
+	})
 }
 
 func statAt(root int, p string, t Target) (FileInfo, error) {
@@ -392,16 +393,9 @@ func statAt(root int, p string, t Target) (FileInfo, error) {
 // reader error) removes its temporary file, so it leaves nothing behind. A
 // directory at path is refused.
 func CopyIn(t Target, name string, r io.Reader, mode fs.FileMode, limit int64) (FileInfo, error) {
-	p, err := sandboxPath(name)
-	if err != nil {
-		return FileInfo{}, err
-	}
-	root, err := openRoot(t)
-	if err != nil {
-		return FileInfo{}, err
-	}
-	defer root.Close()
-	return copyInAt(int(root.Fd()), p, r, mode, limitOf(limit), t)
+	return atRoot(t, name, func(root int, p string) (FileInfo, error) {
+		return copyInAt(root, p, r, mode, limitOf(limit), t)
+	})
 }
 
 // copyInAt is CopyIn into an open root directory (p absolute and clean).

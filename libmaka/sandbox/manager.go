@@ -54,7 +54,9 @@ type Options struct {
 type Manager struct {
 	rt   *libmaka.Runtime
 	opts Options
-	mu   sync.Mutex
+	// checks are the host's, probed once at Open.
+	checks []libmaka.HostCheck
+	mu     sync.Mutex
 	// owned are the live sandboxes launched with an owner, by key.
 	owned map[string]*Sandbox
 }
@@ -89,10 +91,11 @@ func Open(opts Options) (*Manager, error) {
 	if opts.TransferLimit <= 0 {
 		opts.TransferLimit = DefaultTransferLimit
 	}
-	if err := libmaka.HostUnfit(libmaka.CheckHostSupport(), false); err != nil {
+	checks := libmaka.CheckHostSupport()
+	if err := libmaka.HostUnfit(checks, false); err != nil {
 		return nil, err
 	}
-	return &Manager{rt: &libmaka.Runtime{Root: opts.Root, StateDir: opts.StateDir}, opts: opts, owned: map[string]*Sandbox{}}, nil
+	return &Manager{rt: &libmaka.Runtime{Root: opts.Root, StateDir: opts.StateDir}, opts: opts, checks: checks, owned: map[string]*Sandbox{}}, nil
 }
 
 // Request names the sandbox to launch: its id, and either a bundle
@@ -211,7 +214,7 @@ func (m *Manager) launchOwned(req Request, bundle string, spec *specs.Spec) (*Sa
 
 // launch compiles and launches one sandbox.
 func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *ownerLock, digest string) (*Sandbox, error) {
-	b, policy, err := Compile(spec, m.opts.Policy, id, bundle, NeverPaths(m.rt.Root, m.rt.StateDir), libmaka.CheckHostSupport())
+	b, policy, err := Compile(spec, m.opts.Policy, id, bundle, NeverPaths(m.rt.Root, m.rt.StateDir), m.checks)
 	if err != nil {
 		return nil, err
 	}

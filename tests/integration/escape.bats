@@ -21,12 +21,7 @@ HOSTDIR=/tmp/maka-escape   # host files the attacks aim at (guest's /tmp)
 
 setup_file() {
   maka_setup_file
-  local esc=$MAKA_FIXTURES/escape
-  if [ ! -x "$esc" ]; then
-    esc=$BATS_FILE_TMPDIR/escape
-    gcc -static -O2 -o "$esc" "$MAKA_REPO/tests/integration/fixtures/escape.c"
-  fi
-  install -m 755 "$esc" "$MAKA_ROOTFS/usr/bin/escape"
+  install_escape
   BASELINE=$MAKA_REPO/tests/integration/fixtures/policy-baseline.json
   echo '{"profile": "restricted", "onViolation": "deny"}' > "$BATS_FILE_TMPDIR/deny.json"
   # Host targets: a file, a directory, a marker only the host can read.

@@ -67,6 +67,18 @@ setup_rootfs() {
   export MAKA_ROOTFS=$base/rootfs
 }
 
+# install_escape: the escape attempts (fixtures/escape.c, static) into the
+# test rootfs as /usr/bin/escape: make fixtures' build, or one made here
+# when that is missing or older than its source.
+install_escape() {
+  local esc=$MAKA_FIXTURES/escape
+  if [ ! -x "$esc" ] || [ "$esc" -ot "$MAKA_REPO/tests/integration/fixtures/escape.c" ]; then
+    esc=$BATS_FILE_TMPDIR/escape
+    gcc -static -O2 -o "$esc" "$MAKA_REPO/tests/integration/fixtures/escape.c"
+  fi
+  install -m 755 "$esc" "$MAKA_ROOTFS/usr/bin/escape"
+}
+
 maka_setup_file() {
   mkdir -p "$MAKA_ROOT"
   setup_rootfs

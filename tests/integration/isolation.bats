@@ -13,12 +13,7 @@ MiB=1048576
 
 setup_file() {
   maka_setup_file
-  local esc=$MAKA_FIXTURES/escape
-  if [ ! -x "$esc" ]; then
-    esc=$BATS_FILE_TMPDIR/escape
-    gcc -static -O2 -o "$esc" "$MAKA_REPO/tests/integration/fixtures/escape.c"
-  fi
-  install -m 755 "$esc" "$MAKA_ROOTFS/usr/bin/escape"
+  install_escape
   # restricted, with limit hits recorded instead of fatal: the hostile
   # sandbox must keep up the pressure.
   echo '{"profile": "restricted", "onViolation": "deny"}' > "$BATS_FILE_TMPDIR/deny.json"

@@ -13,12 +13,7 @@ BASELINE=$MAKA_REPO/tests/integration/fixtures/policy-baseline.json
 
 setup_file() {
   maka_setup_file
-  local esc=$MAKA_FIXTURES/escape
-  if [ ! -x "$esc" ] || [ "$esc" -ot "$MAKA_REPO/tests/integration/fixtures/escape.c" ]; then
-    esc=$BATS_FILE_TMPDIR/escape
-    gcc -static -O2 -o "$esc" "$MAKA_REPO/tests/integration/fixtures/escape.c"
-  fi
-  install -m 755 "$esc" "$MAKA_ROOTFS/usr/bin/escape"
+  install_escape
   # baseline, violations denied and recorded (baseline's own default).
   jq '. + {onViolation: "deny"}' "$BASELINE" > "$BATS_FILE_TMPDIR/baseline-deny.json"
 }

@@ -15,12 +15,7 @@ MiB=1048576
 setup_file() {
   maka_setup_file
   # The escape attempts (tests/integration/fixtures/escape.c), static.
-  local esc=$MAKA_FIXTURES/escape
-  if [ ! -x "$esc" ]; then
-    esc=$BATS_FILE_TMPDIR/escape
-    gcc -static -O2 -o "$esc" "$MAKA_REPO/tests/integration/fixtures/escape.c"
-  fi
-  install -m 755 "$esc" "$MAKA_ROOTFS/usr/bin/escape"
+  install_escape
   # restricted, but violations denied and recorded instead of fatal.
   echo '{"profile": "restricted", "onViolation": "deny"}' > "$BATS_FILE_TMPDIR/deny.json"
   echo '{"profile": "restricted", "onViolation": "deny", "audit": "files"}' > "$BATS_FILE_TMPDIR/audit.json"
