@@ -110,3 +110,25 @@ run_stopped() {
   [[ "$output" == *done* ]]
   assert_nothing_left sc-wide
 }
+
+@test "restricted: maka's own profile handed back as config.json's (maka boundary --format oci) narrows to itself: the sandbox forks" {
+  make_bundle "$BATS_TEST_TMPDIR/g" sh -c 'echo x | cat; sleep 0 & wait'
+  (cd "$BATS_TEST_TMPDIR/g" && maka boundary --format oci 2>/dev/null) |
+    jq 'del(.linux.uidMappings, .linux.gidMappings)' > "$BATS_TEST_TMPDIR/oci.json"
+  mkdir -p "$BATS_TEST_TMPDIR/o"
+  mv "$BATS_TEST_TMPDIR/oci.json" "$BATS_TEST_TMPDIR/o/config.json"
+  jq -e '[.linux.seccomp.syscalls[] | select(.names == ["clone"] and .action == "SCMP_ACT_ALLOW")] | length == 1' "$BATS_TEST_TMPDIR/o/config.json"
+  # Narrowing once dropped "clone without namespace flags": can't fork (EPERM).
+  run maka_io run --bundle "$BATS_TEST_TMPDIR/o" sc-own
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$output" = "x" ]
+  # and a namespace flag is still watched: restricted ends the sandbox.
+  update_config "$BATS_TEST_TMPDIR/o" '.process.args = ["unshare", "-n", "true"]'
+  run maka_io run --bundle "$BATS_TEST_TMPDIR/o" sc-own2
+  echo "$output"
+  [ "$status" -eq 137 ]
+  [[ "$output" == *SANDBOX_BOUNDARY_VIOLATION* ]]
+  assert_nothing_left sc-own
+  assert_nothing_left sc-own2
+}
