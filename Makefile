@@ -54,7 +54,15 @@ all: build
 # `go build .` (no monitor_embed tag) runs `maka monitor` instead.
 MONITOR := $(CURDIR)/build/maka-monitor
 
-build maka: monitor
+# What the build and the tests need from Debian (DEPS_PKGS), checked once
+# and stamped, so that `make demo` and `make test` work on a fresh machine
+# without a `make deps` first; the stamp is redone when this file changes.
+DEPS_STAMP := $(CURDIR)/build/.deps.stamp
+$(DEPS_STAMP): Makefile
+	@$(MAKE) --no-print-directory deps-packages
+	@mkdir -p $(dir $@) && touch $@
+
+build maka: monitor $(DEPS_STAMP)
 	$(GO) build -tags "$(BUILDTAGS) monitor_embed" -trimpath -ldflags "$(LDFLAGS)" -o maka .
 
 monitor:
@@ -63,7 +71,7 @@ monitor:
 	gzip -9 -n -c $(MONITOR) > $(MONITOR).gz
 	sha256sum $(MONITOR) | cut -d' ' -f1 > $(MONITOR).sha256
 
-static: monitor
+static: monitor $(DEPS_STAMP)
 	$(GO) build -tags "$(STATIC_BUILDTAGS) monitor_embed" -trimpath \
 		-ldflags "$(LDFLAGS) -extldflags -static" -o maka.static .
 
@@ -115,7 +123,7 @@ $(FIXTURES)/escape: tests/integration/fixtures/escape.c
 	mkdir -p $(FIXTURES)
 	$${CC:-gcc} -static -O2 -Wall -o $@ $<
 
-$(ROOTFS_STAMP): tests/integration/fixtures/make-rootfs.sh $(wildcard /bin/busybox)
+$(ROOTFS_STAMP): tests/integration/fixtures/make-rootfs.sh $(wildcard /bin/busybox) | $(DEPS_STAMP)
 	mkdir -p $(FIXTURES)
 	tests/integration/fixtures/make-rootfs.sh $(FIXTURES)/rootfs
 	touch $@
@@ -128,7 +136,7 @@ capture-specs: fixtures
 	if [ "$$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then tests/integration/fixtures/specs/capture.sh; \
 	else tests/vm/run.sh tests/integration/fixtures/specs/capture.sh; fi
 
-unit:
+unit: $(DEPS_STAMP)
 	$(GO) test -tags "$(BUILDTAGS)" ./...
 
 # The bats suite: directly on a cgroup v2 host, else spread over throw-away

@@ -51,7 +51,7 @@ EXAMPLE:
 		&cli.StringFlag{Name: "memory", Usage: "memory limit in bytes (-1: none, if the policy has no memory ceiling)"},
 		&cli.StringFlag{Name: "memory-reservation", Usage: "memory soft limit in bytes"},
 		&cli.StringFlag{Name: "memory-swap", Usage: "memory plus swap limit in bytes (-1: unlimited swap, if the policy allows it)"},
-		&cli.StringFlag{Name: "pids-limit", Usage: "maximum number of pids (-1: none, if the policy has no pids ceiling)"},
+		&cli.StringFlag{Name: "pids-limit", Usage: "maximum number of pids (0: one, -1: none if the policy has no pids ceiling; as runc)"},
 		&cli.StringFlag{Name: "l3-cache-schema", Usage: "Intel RDT L3 cache schema (not supported)"},
 		&cli.StringFlag{Name: "mem-bw-schema", Usage: "Intel RDT memory bandwidth schema (not supported)"},
 	},

@@ -156,13 +156,15 @@ func checkUpdate(p *libmaka.Policy, cur enforced, r *specs.LinuxResources, name 
 	}
 
 	if r.Pids != nil && r.Pids.Limit != nil {
+		// As runc maps it (and create does): 0 is one pid, a negative
+		// value unlimited.
 		switch v := *r.Pids.Limit; {
-		case v < -1:
-			reject("pids.limit", "", "%d is negative (-1 means unlimited)", v)
-		case v == 0:
-			reject("pids.limit", "", "0 is not a limit: give a number of pids")
-		case v == -1 && ceil.Pids > 0:
+		case v < 0 && ceil.Pids > 0:
 			reject("pids.limit", "", "unlimited pids are not allowed by %s (largest: %d)", prof, ceil.Pids)
+		case v < 0:
+			next.Pids = -1
+		case v == 0:
+			next.Pids = 1
 		case ceil.Pids > 0 && v > ceil.Pids:
 			reject("pids.limit", fmt.Sprintf(`"maxLimits": {"pids": %d}`, v), "%d pids exceed the largest allowed by %s (%d)", v, prof, ceil.Pids)
 		default:

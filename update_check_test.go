@@ -55,8 +55,7 @@ func TestCheckUpdateRefuses(t *testing.T) {
 			`{"memory": {"reservation": 1073741824}}`:               "memory.reservation: a reservation above the memory limit",
 			`{"memory": {"kernel": 1}}`:                             "memory.kernel: not part of maka's contract",
 			`{"pids": {"limit": -1}}`:                               "pids.limit: unlimited pids are not allowed",
-			`{"pids": {"limit": 0}}`:                                "pids.limit: 0 is not a limit",
-			`{"pids": {"limit": -9}}`:                               "pids.limit: -9 is negative",
+			`{"pids": {"limit": -9}}`:                               "pids.limit: unlimited pids are not allowed",
 			`{"pids": {"limit": 100000}}`:                           "pids.limit: 100000 pids exceed the largest allowed",
 			`{"cpu": {"quota": -1}}`:                                "cpu.quota: unlimited CPU is not allowed",
 			`{"cpu": {"quota": 0}}`:                                 "cpu.quota: 0 is not a quota",
@@ -130,6 +129,18 @@ func TestCheckUpdateAccepts(t *testing.T) {
 	want := libmaka.Limits{Memory: 200 * mib, Swap: 100 * mib, Pids: 300, Cpus: 1.5, TmpfsSize: 7, Timeout: 9}
 	if got := next.limits(libmaka.Limits{TmpfsSize: 7, Timeout: 9}); got != want {
 		t.Errorf("limits %+v, want %+v", got, want)
+	}
+	// pids.limit 0 is one pid, as runc maps it (pids.max 1).
+	next, items = checkUpdate(p, cur, resources(t, `{"pids": {"limit": 0}}`), fromResources)
+	if len(items) > 0 || next.Pids != 1 {
+		t.Errorf("pids 0: items %v, pids.max %d, want 1", items, next.Pids)
+	}
+	// A policy without ceilings lets -1 (any negative) through, as runc does.
+	for _, v := range []string{"-1", "-9"} {
+		next, items = checkUpdate(mustPolicy(t, `{"profile": "baseline", "maxLimits": {"pids": 0}}`), cur, resources(t, `{"pids": {"limit": `+v+`}}`), fromResources)
+		if len(items) > 0 || next.Pids != -1 {
+			t.Errorf("pids %s: items %v, pids.max %d, want unlimited", v, items, next.Pids)
+		}
 	}
 	// A policy without ceilings lets -1 through, as runc does.
 	free := mustPolicy(t, `{"profile": "baseline", "maxLimits": {"memory": 0, "pids": 0, "cpus": 0}, "defaultLimits": {}}`)

@@ -723,9 +723,15 @@ func (c *checker) checkLimits() {
 	if res := r.Memory.Reservation; res != nil && (*res < 0 || (mem > 0 && *res > mem)) {
 		c.reject("linux.resources.memory.reservation", "", "%d must be between 0 and the memory limit", *res)
 	}
+	// pids.limit as runc maps it: absent is the policy's default, 0 is one
+	// pid (runc writes pids.max 1: systemd cannot say 0), a negative value
+	// is unlimited where the policy has no pids ceiling.
 	switch {
-	case r.Pids.Limit == nil || *r.Pids.Limit == 0:
+	case r.Pids.Limit == nil:
 		v := def.Pids
+		r.Pids.Limit = &v
+	case *r.Pids.Limit == 0:
+		v := int64(1)
 		r.Pids.Limit = &v
 	case *r.Pids.Limit < 0 && max.Pids > 0:
 		c.reject(f.pids, `"maxLimits": {"pids": 0}`, "unlimited pids are not allowed by %s (largest: %d)", c.profile(), max.Pids)

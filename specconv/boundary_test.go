@@ -3,6 +3,7 @@ package specconv
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -544,5 +545,50 @@ func TestTmpfsLastSizeCounts(t *testing.T) {
 	items := rejectedItems(t, func() error { _, err := ToBoundary(s, policy(t, "restricted")); return err }())
 	if len(items) != 1 || items[0].Field != "mounts[7].options[1]" {
 		t.Errorf("items = %v", items)
+	}
+}
+
+// pids.limit as runc maps it: absent is the policy's default, 0 is one pid
+// (runc writes pids.max 1), a negative value is unlimited where the policy
+// has no pids ceiling and refused where it has one.
+func TestPidsLimitAsRuncMapsIt(t *testing.T) {
+	i64 := func(v int64) *int64 { return &v }
+	free := policy(t, "baseline")
+	free.MaxLimits.Pids = 0
+	for _, c := range []struct {
+		limit  *int64
+		p      *libmaka.Policy
+		want   int64 // the contract's pids (0: unlimited)
+		refuse string
+	}{
+		{nil, policy(t, "restricted"), 256, ""},
+		{i64(0), policy(t, "restricted"), 1, ""},
+		{i64(7), policy(t, "restricted"), 7, ""},
+		{i64(-1), policy(t, "restricted"), 0, "unlimited pids are not allowed"},
+		{i64(-9), policy(t, "restricted"), 0, "unlimited pids are not allowed"},
+		{i64(-1), free, 0, ""},
+		{i64(-9), free, 0, ""},
+		{i64(0), free, 1, ""},
+	} {
+		s := sandboxSpec(t)
+		s.Linux.Resources = &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: c.limit}}
+		b, err := ToBoundary(s, c.p)
+		name := "absent"
+		if c.limit != nil {
+			name = fmt.Sprint(*c.limit)
+		}
+		if c.refuse != "" {
+			if err == nil || !strings.Contains(err.Error(), "linux.resources.pids.limit") || !strings.Contains(err.Error(), c.refuse) {
+				t.Errorf("pids.limit %s under %s: err %v, want %q", name, c.p.Profile, err, c.refuse)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("pids.limit %s under %s: %v", name, c.p.Profile, err)
+			continue
+		}
+		if b.Limits.Pids != c.want {
+			t.Errorf("pids.limit %s under %s: contract pids %d, want %d", name, c.p.Profile, b.Limits.Pids, c.want)
+		}
 	}
 }

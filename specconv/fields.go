@@ -97,7 +97,7 @@ var fieldClasses = []FieldClass{
 	{"linux.resources.cpu.mems", Modelled, false, "a cpuset list only narrows"},
 	{"linux.resources.cpu.idle", Modelled, false, "only lowers the sandbox's priority"},
 	{"linux.resources.pids", Modelled, false, ""},
-	{"linux.resources.pids.limit", Modelled, false, "limits.pids, within maxLimits"},
+	{"linux.resources.pids.limit", Modelled, false, "limits.pids, within maxLimits; 0 is one pid and a negative value unlimited, as runc maps them"},
 	{"linux.resources.blockIO", Modelled, true, "weights (10 to 1000) and throttles only share or narrow"},
 	{"linux.resources.hugepageLimits", Modelled, true, "hugetlb limits only narrow; page sizes such as 2MB (the size names the cgroup file written)"},
 	{"linux.resources.network", Refused, true, "cgroup v1 only"},

@@ -39,10 +39,12 @@ setup_file() {
     }' --argjson mib "$MiB" --argjson maj "$LOOP_MAJOR" --argjson min "$LOOP_MINOR"
   maka_io create --bundle "$BATS_FILE_TMPDIR/all" r-all
 
-  # r-unbounded: swap -1, a period without a quota, a low cpu.shares.
+  # r-unbounded: swap -1, a period without a quota, a low cpu.shares, and
+  # pids.limit 0 (one pid, as runc maps it).
   make_bundle "$BATS_FILE_TMPDIR/unbounded" sleep 100
   update_config "$BATS_FILE_TMPDIR/unbounded" '.linux.resources += {
       memory: {limit: (64 * $mib), swap: -1},
+      pids: {limit: 0},
       cpu: {period: 50000, shares: 512}
     }' --argjson mib "$MiB"
   maka_io create --bundle "$BATS_FILE_TMPDIR/unbounded" r-unbounded
@@ -118,8 +120,9 @@ expect_file() {
   expect_file "$d" memory.high $((48 * MiB))
 }
 
-@test "swap -1 gives memory.swap.max max; a period without a quota gets the default 2 CPUs of that period" {
+@test "swap -1 gives memory.swap.max max; a period without a quota gets the default 2 CPUs of that period; pids.limit 0 is pids.max 1, as runc writes it" {
   d=$(cgroup_dir_of r-unbounded)
+  expect_file "$d" pids.max 1
   expect_file "$d" memory.max $((64 * MiB))
   expect_file "$d" memory.swap.max max
   expect_file "$d" cpu.max "100000 50000"

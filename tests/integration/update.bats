@@ -108,7 +108,7 @@ refused() {
 @test "update refuses lifting or exceeding the pids and CPU ceilings, and what maka does not model" {
   base=$(snapshot)
   want="--pids-limit: unlimited pids are not allowed by profile restricted (largest: 1024)" refused --pids-limit -1
-  refused --pids-limit 0
+  want="--pids-limit: unlimited pids are not allowed" refused --pids-limit -9
   refused --pids-limit 2000
   want="--cpu-quota: unlimited CPU is not allowed by profile restricted (largest: 4)" refused --cpu-quota -1
   refused --cpu-quota 500000
@@ -174,6 +174,13 @@ refused() {
   run maka update u1 --pids-limit 43
   [ "$status" -eq 0 ]
   expect pids.max 43
+  # 0 as runc maps it: one pid (pids.max 1), in the cgroup and the contract.
+  run maka update --pids-limit 0 u1
+  [ "$status" -eq 0 ]
+  expect pids.max 1
+  record_limits | jq -e '.pids == 1'
+  run maka update --pids-limit 43 u1
+  [ "$status" -eq 0 ]
   run maka events u1 --stats
   [ "$status" -eq 0 ]
   [ "$(jq -r .type <<<"$output")" = stats ]
