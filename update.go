@@ -126,6 +126,9 @@ EXAMPLE:
 // parseResourcesFile decodes update --resources's file: errors name the
 // file and the key by JSON's terms, never Go's.
 func parseResourcesFile(path string, data []byte) (*specs.LinuxResources, error) {
+	if off := libmaka.InvalidUTF8(data); off >= 0 {
+		return nil, fmt.Errorf("--resources %s: malformed JSON: a byte that is not UTF-8 (at byte %d): JSON text is UTF-8", path, off)
+	}
 	r := &specs.LinuxResources{}
 	if err := json.Unmarshal(data, r); err != nil {
 		return nil, fmt.Errorf("--resources %s: %w", path, libmaka.JSONError(err, "resources"))

@@ -193,3 +193,12 @@ func TestResourcesJSONErrorNamesTheKey(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A --resources file that is not UTF-8 is refused, not read with U+FFFD
+// in place of its bytes (as config.json and process.json are).
+func TestResourcesFileRefusesInvalidUTF8(t *testing.T) {
+	_, err := parseResourcesFile("r.json", []byte("{\"cpu\": {\"cpus\": \"0\xff\"}}"))
+	if err == nil || !strings.Contains(err.Error(), "--resources r.json: malformed JSON: a byte that is not UTF-8 (at byte 19)") {
+		t.Errorf("err = %v", err)
+	}
+}

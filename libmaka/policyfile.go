@@ -65,6 +65,9 @@ func (f *idPoolFile) mergeInto(p *IDPool) {
 // second document and trailing bytes are errors. Errors name the policy key
 // and say what was expected in JSON's terms, never in Go's.
 func decodeStrict(data []byte, v any) error {
+	if off := InvalidUTF8(data); off >= 0 {
+		return fmt.Errorf("policy: malformed JSON: a byte that is not UTF-8 (at byte %d): JSON text is UTF-8", off)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -128,3 +128,12 @@ func TestLimitsStringSaysUnlimited(t *testing.T) {
 		t.Errorf("String() = %q", got)
 	}
 }
+
+// A policy file that is not UTF-8 is refused: encoding/json would read a
+// path or a capability with U+FFFD in place of its bytes.
+func TestPolicyRefusesInvalidUTF8(t *testing.T) {
+	_, err := ParsePolicy([]byte("{\"bindPaths\": [{\"path\": \"/srv/\xc3(\", \"mode\": \"ro\"}]}"))
+	if err == nil || !strings.Contains(err.Error(), "malformed JSON: a byte that is not UTF-8 (at byte 30)") {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -275,6 +276,7 @@ func TestParsePolicy(t *testing.T) {
 func FuzzParsePolicy(f *testing.F) {
 	f.Add([]byte(`{"profile":"baseline","bindPaths":[{"path":"/srv","mode":"ro"}],"sysctls":["net.*"]}`))
 	f.Add([]byte(`{"maxLimits":{"cpus":0.5}}`))
+	f.Add([]byte("{\"bindPaths\":[{\"path\":\"/srv/\xc3(\",\"mode\":\"ro\"}]}"))
 	f.Add([]byte(`{`))
 	f.Add([]byte(`{"idPool":{"start":65536,"count":4},"delegatedIDs":[{"start":100000,"size":65536}],"userNamespace":"optional"}`))
 	f.Add([]byte(`{"idPool":{"start":0},"delegatedIDs":[{"start":1073741824,"size":1}]}`))
@@ -290,6 +292,10 @@ func FuzzParsePolicy(f *testing.F) {
 				}
 			}
 			return
+		}
+		// A policy that parses was UTF-8: it means what its bytes say.
+		if !utf8.Valid(data) {
+			t.Fatalf("a policy that is not UTF-8 parsed: %q", data)
 		}
 		// A policy that parses never maps a sandbox onto the host's root,
 		// and never delegates ids of maka's own pool.

@@ -173,7 +173,7 @@ cfg_case() { # NAME JQ_FILTER: a copy of the bundle with the filter applied
   assert_unchanged
 }
 
-@test "policy files: malformed, misspelt capability or key, wrong type, null, empty, two documents, missing: refused naming it, nothing created" {
+@test "policy files: malformed, misspelt capability or key, wrong type, null, empty, two documents, not UTF-8, missing: refused naming it, nothing created" {
   local d=$BATS_TEST_TMPDIR k f
   for k in 'CAP_SYS_ADMN|{"profile": "restricted", "capabilities": ["CAP_SYS_ADMN"]}' \
            'capabilities|{"profile": "restricted", "capabilities": "CAP_KILL"}' \
@@ -181,7 +181,8 @@ cfg_case() { # NAME JQ_FILTER: a copy of the bundle with the filter applied
            'profile|{"profile": "restrictd"}' \
            'memory|{"profile": "restricted", "maxLimits": {"memory": "lots"}}' \
            'null|null' 'empty|' 'second|{"profile": "restricted"} {"profile": "baseline"}' \
-           'malformed|{"profile": "restricted"' 'malformed|{"profile": restricted}'; do
+           'malformed|{"profile": "restricted"' 'malformed|{"profile": restricted}' \
+           $'not UTF-8 (at byte 30)|{"bindPaths": [{"path": "/srv/\xc3(", "mode": "ro"}]}'; do
     f=${k#*|}; k=${k%%|*}
     printf '%s' "$f" >"$d/policy.json"
     MAKA_POLICY=$d/policy.json refused maka_io create -b "$B" hs-pol
@@ -380,7 +381,7 @@ teardown() {
   assert_unchanged
 }
 
-@test "update with invalid resource values is refused naming the flag; the cgroup's limits are unchanged" {
+@test "update with invalid resource values (and a --resources file not UTF-8) is refused naming the flag; the cgroup's limits are unchanged" {
   local cg lim
   cg=$(find /sys/fs/cgroup -type d -name hs-keep)
   lim=$(cat "$cg/memory.max" "$cg/pids.max" "$cg/cpu.max")
@@ -395,6 +396,9 @@ teardown() {
   printf '{"pids": ' >"$BATS_TEST_TMPDIR/r.json"
   refused maka update --resources "$BATS_TEST_TMPDIR/r.json" hs-keep
   clear_error r.json
+  printf '{"cpu": {"cpus": "0\xff"}}' >"$BATS_TEST_TMPDIR/r.json"
+  refused maka update --resources "$BATS_TEST_TMPDIR/r.json" hs-keep
+  clear_error "r.json: malformed JSON: a byte that is not UTF-8 (at byte 19)"
   [ "$(cat "$cg/memory.max" "$cg/pids.max" "$cg/cpu.max")" = "$lim" ]
   assert_unchanged
 }
