@@ -41,7 +41,7 @@ func placeCgroup(id string, config *configs.Config, rec Record) (string, error) 
 		return "", fmt.Errorf("cgroup: libcontainer would use %s, not %s", abs, cgroupRoot+rel)
 	}
 	if _, err := os.Lstat(abs); err == nil {
-		return "", cgroupExistsError(rel, requested)
+		return "", existingCgroupError(abs, rel, requested)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("cgroup %s: %w", rel, err)
 	}
@@ -64,6 +64,37 @@ func cgroupExistsError(rel, requested string) error {
 	return fmt.Errorf("linux.cgroupsPath: the cgroup %s already exists: maka creates its sandbox's cgroup itself", rel)
 }
 
+// existingCgroupError refuses the existing cgroup abs, and says what is in
+// it in runc's words (runc refuses only a cgroup with processes or a frozen
+// one; maka refuses any, but a runc user's scripts and runc's own suite look
+// for these).
+func existingCgroupError(abs, rel, requested string) error {
+	err := cgroupExistsError(rel, requested)
+	if n := processesBelow(abs); n > 0 {
+		return fmt.Errorf("%w; container's cgroup is not empty: %d process(es) found", err, n)
+	}
+	if f, ferr := os.ReadFile(filepath.Join(abs, "cgroup.freeze")); ferr == nil && strings.TrimSpace(string(f)) == "1" {
+		return fmt.Errorf("%w; container's cgroup unexpectedly frozen", err)
+	}
+	return err
+}
+
+// processesBelow counts the processes in cgroup dir and its descendants,
+// as runc's GetAllPids does (whose cgroupfs-only reads a test cannot fake).
+func processesBelow(dir string) int {
+	n := 0
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
+		}
+		if data, err := os.ReadFile(path); err == nil {
+			n += len(strings.Fields(string(data)))
+		}
+		return nil
+	})
+	return n
+}
+
 // makeCgroup creates the sandbox's cgroup at path (its parents as needed;
 // the cgroup itself must not exist) and publishes its id in the record. If
 // it fails, the libcontainer state and the record are removed here, and
@@ -75,7 +106,7 @@ func (op *Op) makeCgroup(path string) error {
 	}
 	if err := os.Mkdir(path, 0o755); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			err = cgroupExistsError(strings.TrimPrefix(path, cgroupRoot), requestedCgroup(op.Record.Boundary, op.Record.Policy, op.ID))
+			err = existingCgroupError(path, strings.TrimPrefix(path, cgroupRoot), requestedCgroup(op.Record.Boundary, op.Record.Policy, op.ID))
 		}
 		return op.abandon(err)
 	}

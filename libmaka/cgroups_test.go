@@ -1,6 +1,8 @@
 package libmaka
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -115,5 +117,36 @@ func TestPolicyRefusesBadCgroupParents(t *testing.T) {
 		if _, err := ParsePolicy([]byte(`{"cgroupParents": ` + parents + `}`)); err == nil || !strings.Contains(err.Error(), "cgroupParents[0]") {
 			t.Errorf("cgroupParents %s: %v", parents, err)
 		}
+	}
+}
+
+// An existing cgroup is refused with runc's words for what is in it (runc's
+// cgroups.bats looks for them): processes below it first, then a freeze.
+func TestExistingCgroupSaysWhatRuncSays(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("cgroup.procs", "")
+	write("cgroup.freeze", "0\n")
+	err := existingCgroupError(dir, "/kubepods/x", "/kubepods/x")
+	if err.Error() != "linux.cgroupsPath: the cgroup /kubepods/x already exists: maka creates its sandbox's cgroup itself" {
+		t.Errorf("empty: %v", err)
+	}
+	write("cgroup.freeze", "1\n")
+	err = existingCgroupError(dir, "/kubepods/x", "/kubepods/x")
+	if !strings.HasSuffix(err.Error(), "itself; container's cgroup unexpectedly frozen") {
+		t.Errorf("frozen: %v", err)
+	}
+	write("sub/cgroup.procs", "41\n42\n")
+	err = existingCgroupError(dir, "/maka/x", "")
+	if !strings.HasPrefix(err.Error(), "cgroup /maka/x already exists") || !strings.HasSuffix(err.Error(), "; container's cgroup is not empty: 2 process(es) found") {
+		t.Errorf("not empty: %v", err)
 	}
 }

@@ -75,6 +75,21 @@ refused() {
   [ "$(stat -c %i /sys/fs/cgroup/kubepods/victim)" = "$ino" ]
 }
 
+@test "an existing cgroup with processes, or frozen, is refused in runc's words too (container's cgroup is not empty / unexpectedly frozen); it is left as it was" {
+  local cg=/sys/fs/cgroup/kubepods/busy pid
+  mkdir -p "$cg"
+  sleep $MARK &
+  pid=$!
+  echo "$pid" > "$cg/cgroup.procs"
+  refused "$BASELINE" cg-busy /kubepods/busy "already exists: maka creates its sandbox's cgroup itself; container's cgroup is not empty: 1 process(es) found"
+  [ "$(cat "$cg/cgroup.procs")" = "$pid" ]
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  echo 1 > "$cg/cgroup.freeze"
+  refused "$BASELINE" cg-frozen /kubepods/busy "container's cgroup unexpectedly frozen"
+  [ "$(cat "$cg/cgroup.freeze")" = 1 ]
+  rmdir "$cg"
+}
+
 @test "cgroupsPath values that would leave the allowed parents are refused: '..', relative, systemd's slice:prefix:name, nested in maka's own" {
   refused "" cg-dotdot /maka/../system.slice/x '".." component'
   [ ! -e /sys/fs/cgroup/system.slice/x ]
