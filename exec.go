@@ -70,7 +70,7 @@ EXAMPLE:
 		&cli.IntFlag{Name: "preserve-fds", Usage: "pass N additional file descriptors to the process"},
 		&cli.BoolFlag{Name: "ignore-paused", Usage: "allow exec in a paused container"},
 		&cli.StringFlag{Name: "cgroup", Usage: "run the process in this existing sub-cgroup of the container's cgroup (a path relative to it)"},
-		&cli.DurationFlag{Name: "timeout", Usage: "bounded command: the deadline, waiting for other bounded commands included (at most 180s; after dispatch it kills the sandbox)"},
+		&cli.DurationFlag{Name: "timeout", Usage: "bounded command: the deadline, waiting for other bounded commands included (at most the policy's maxCommandTimeout, 180s by default; after dispatch it kills the sandbox)"},
 		&cli.StringFlag{Name: "output-limit", Usage: "bounded command: cap stdout and stderr together (e.g. 1MiB; more fails, never truncated)"},
 	},
 	SkipFlagParsing: false,
@@ -357,14 +357,19 @@ func execBounded(c *cli.Context, ctr *libmaka.Container, ps *specs.Process) (int
 			return 1, fmt.Errorf("--%s: a bounded command (--timeout, --output-limit) captures its output and runs in a cgroup of its own: drop --%s", f, f)
 		}
 	}
+	// The longest deadline is the policy's the sandbox was created under.
+	longest := sandbox.DefaultMaxTimeout
+	if ctr.Record.Policy != nil {
+		longest = ctr.Record.Policy.CommandTimeout()
+	}
 	timeout := c.Duration("timeout")
 	switch {
 	case !c.IsSet("timeout"):
-		timeout = sandbox.DefaultMaxTimeout
+		timeout = longest
 	case timeout <= 0:
 		return 1, fmt.Errorf("--timeout %s: must be positive", timeout)
-	case timeout > sandbox.DefaultMaxTimeout:
-		return 1, fmt.Errorf("--timeout %s: %w of %s", timeout, sandbox.ErrTimeoutTooLong, sandbox.DefaultMaxTimeout)
+	case timeout > longest:
+		return 1, fmt.Errorf("--timeout %s: %w of %s (the policy's maxCommandTimeout)", timeout, sandbox.ErrTimeoutTooLong, longest)
 	}
 	limit := int64(sandbox.DefaultOutputLimit)
 	if c.IsSet("output-limit") {

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Profile names, after Kubernetes' Pod Security Standards.
@@ -62,6 +63,11 @@ type Policy struct {
 	// DefaultLimits apply where config.json is silent; MaxLimits are ceilings.
 	DefaultLimits Limits `json:"defaultLimits"`
 	MaxLimits     Limits `json:"maxLimits"`
+	// MaxCommandTimeout is the longest deadline, in seconds, a bounded
+	// command (`maka exec --timeout`, the Go API's Sandbox.Exec) may ask
+	// for; a longer one is refused before anything runs, and a command
+	// that asks for none gets it. 0 (a record from before the key): 180.
+	MaxCommandTimeout int64 `json:"maxCommandTimeout,omitempty"`
 	// OnViolation: deny (record and refuse) or kill (also destroy the sandbox).
 	OnViolation string `json:"onViolation"`
 	// Audit: "" or "files" (record writes aimed at read-only paths).
@@ -72,6 +78,21 @@ type Policy struct {
 	// record, so what a sandbox was held to can be told later.
 	Source   string `json:"source,omitempty"`
 	Modified bool   `json:"modified,omitempty"`
+}
+
+// DefaultMaxCommandTimeout is both profiles' maxCommandTimeout, as the
+// bubblewrap backend maka's tool sandbox follows has it.
+const DefaultMaxCommandTimeout = 180
+
+// maxCommandTimeoutCeiling bounds a policy's maxCommandTimeout: a day.
+const maxCommandTimeoutCeiling = 86400
+
+// CommandTimeout is the longest deadline of a bounded command.
+func (p *Policy) CommandTimeout() time.Duration {
+	if p.MaxCommandTimeout <= 0 {
+		return DefaultMaxCommandTimeout * time.Second
+	}
+	return time.Duration(p.MaxCommandTimeout) * time.Second
 }
 
 // PathRule allows binding Path (and anything below it) read-only ("ro") or
@@ -122,19 +143,20 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 	switch profile {
 	case ProfileRestricted:
 		return &Policy{
-			Profile:       ProfileRestricted,
-			Capabilities:  []string{},
-			BindPaths:     []PathRule{},
-			NetworkModes:  []string{NetworkClosed},
-			Devices:       []string{},
-			Sysctls:       []string{},
-			CgroupParents: []string{"/maka"},
-			UserNamespace: UserNamespaceRequired,
-			IDPool:        DefaultIDPool,
-			DelegatedIDs:  []IDRange{},
-			DefaultLimits: defaultLimits,
-			MaxLimits:     Limits{Memory: 4 * gib, Swap: 0, Pids: 1024, Cpus: 4, TmpfsSize: gib, Timeout: 3600},
-			OnViolation:   "kill",
+			Profile:           ProfileRestricted,
+			Capabilities:      []string{},
+			BindPaths:         []PathRule{},
+			NetworkModes:      []string{NetworkClosed},
+			Devices:           []string{},
+			Sysctls:           []string{},
+			CgroupParents:     []string{"/maka"},
+			UserNamespace:     UserNamespaceRequired,
+			IDPool:            DefaultIDPool,
+			DelegatedIDs:      []IDRange{},
+			DefaultLimits:     defaultLimits,
+			MaxLimits:         Limits{Memory: 4 * gib, Swap: 0, Pids: 1024, Cpus: 4, TmpfsSize: gib, Timeout: 3600},
+			OnViolation:       "kill",
+			MaxCommandTimeout: DefaultMaxCommandTimeout,
 		}, nil
 	case ProfileBaseline:
 		return &Policy{
@@ -163,10 +185,11 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 			// Below the pool, above the ids of host accounts (which are
 			// checked too): kubelet's and Podman's allocators hand out
 			// blocks of 65536 from 65536 up.
-			DelegatedIDs:  []IDRange{{Start: 65536, Size: DefaultIDPool.Start - 65536}},
-			DefaultLimits: baselineDefaultLimits,
-			MaxLimits:     Limits{Memory: 64 * gib, Swap: -1, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
-			OnViolation:   "deny",
+			DelegatedIDs:      []IDRange{{Start: 65536, Size: DefaultIDPool.Start - 65536}},
+			DefaultLimits:     baselineDefaultLimits,
+			MaxLimits:         Limits{Memory: 64 * gib, Swap: -1, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
+			OnViolation:       "deny",
+			MaxCommandTimeout: DefaultMaxCommandTimeout,
 		}, nil
 	}
 	return nil, fmt.Errorf("profile: unknown profile %q (want %s or %s)", profile, ProfileRestricted, ProfileBaseline)
@@ -174,23 +197,24 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 
 // policyFile is the on-disk form: a profile, and any item to replace.
 type policyFile struct {
-	Profile        string      `json:"profile"`
-	Capabilities   *[]string   `json:"capabilities"`
-	BindPaths      *[]PathRule `json:"bindPaths"`
-	NetworkModes   *[]string   `json:"networkModes"`
-	Devices        *[]string   `json:"devices"`
-	Sysctls        *[]string   `json:"sysctls"`
-	Hooks          *bool       `json:"hooks"`
-	WritableRootfs *bool       `json:"writableRootfs"`
-	CgroupParents  *[]string   `json:"cgroupParents"`
-	OOMScoreAdjMin *int        `json:"oomScoreAdjMin"`
-	UserNamespace  *string     `json:"userNamespace"`
-	IDPool         *idPoolFile `json:"idPool"`
-	DelegatedIDs   *[]IDRange  `json:"delegatedIDs"`
-	DefaultLimits  *limitsFile `json:"defaultLimits"`
-	MaxLimits      *limitsFile `json:"maxLimits"`
-	OnViolation    *string     `json:"onViolation"`
-	Audit          *string     `json:"audit"`
+	Profile           string      `json:"profile"`
+	Capabilities      *[]string   `json:"capabilities"`
+	BindPaths         *[]PathRule `json:"bindPaths"`
+	NetworkModes      *[]string   `json:"networkModes"`
+	Devices           *[]string   `json:"devices"`
+	Sysctls           *[]string   `json:"sysctls"`
+	Hooks             *bool       `json:"hooks"`
+	WritableRootfs    *bool       `json:"writableRootfs"`
+	CgroupParents     *[]string   `json:"cgroupParents"`
+	OOMScoreAdjMin    *int        `json:"oomScoreAdjMin"`
+	UserNamespace     *string     `json:"userNamespace"`
+	IDPool            *idPoolFile `json:"idPool"`
+	DelegatedIDs      *[]IDRange  `json:"delegatedIDs"`
+	DefaultLimits     *limitsFile `json:"defaultLimits"`
+	MaxLimits         *limitsFile `json:"maxLimits"`
+	OnViolation       *string     `json:"onViolation"`
+	Audit             *string     `json:"audit"`
+	MaxCommandTimeout *int64      `json:"maxCommandTimeout"`
 }
 
 // LoadPolicy reads a policy file. An empty path means the default file if
@@ -272,6 +296,12 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	}
 	if f.Audit != nil {
 		p.Audit = *f.Audit
+	}
+	if f.MaxCommandTimeout != nil {
+		p.MaxCommandTimeout = *f.MaxCommandTimeout
+		if p.MaxCommandTimeout < 1 || p.MaxCommandTimeout > maxCommandTimeoutCeiling {
+			return nil, fmt.Errorf("maxCommandTimeout: %d is not a timeout (seconds, 1 to %d)", p.MaxCommandTimeout, maxCommandTimeoutCeiling)
+		}
 	}
 	if err := p.validate(); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A limits object changes only the keys it names: the exact line a
@@ -52,6 +53,10 @@ func TestPolicyErrorsNameTheKey(t *testing.T) {
 		``:                                                       "empty policy",
 		`{"profile": `:                                           "malformed JSON",
 		`{"bindPaths": [{"path": "/srv", "mode": "ro", "x":1}]}`: `unknown key "x"`,
+		`{"maxCommandTimeout": 0}`:                               "maxCommandTimeout: 0 is not a timeout (seconds, 1 to 86400)",
+		`{"maxCommandTimeout": -3}`:                              "maxCommandTimeout: -3 is not a timeout",
+		`{"maxCommandTimeout": 86401}`:                           "maxCommandTimeout: 86401 is not a timeout",
+		`{"maxCommandTimeout": "3m"}`:                            "maxCommandTimeout: expected a number, got a string",
 	} {
 		_, err := ParsePolicy([]byte(doc))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -135,5 +140,34 @@ func TestPolicyRefusesInvalidUTF8(t *testing.T) {
 	_, err := ParsePolicy([]byte("{\"bindPaths\": [{\"path\": \"/srv/\xc3(\", \"mode\": \"ro\"}]}"))
 	if err == nil || !strings.Contains(err.Error(), "malformed JSON: a byte that is not UTF-8 (at byte 30)") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A bounded command's longest deadline: 180 s unless the policy says
+// otherwise; a record written before the key existed reads as 180 s.
+func TestPolicyCommandTimeout(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		want time.Duration
+	}{
+		{`{}`, 180 * time.Second},
+		{`{"profile": "baseline"}`, 180 * time.Second},
+		{`{"maxCommandTimeout": 600}`, 600 * time.Second},
+		{`{"profile": "baseline", "maxCommandTimeout": 5}`, 5 * time.Second},
+	} {
+		p, err := ParsePolicy([]byte(c.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.CommandTimeout(); got != c.want {
+			t.Errorf("%s: %s, want %s", c.doc, got, c.want)
+		}
+	}
+	if got := (&Policy{}).CommandTimeout(); got != 180*time.Second {
+		t.Errorf("a policy without the key: %s", got)
+	}
+	p, _ := ParsePolicy([]byte(`{"maxCommandTimeout": 600}`))
+	if !p.Modified {
+		t.Error("a policy that changes maxCommandTimeout is not marked modified")
 	}
 }

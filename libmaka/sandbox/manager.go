@@ -23,7 +23,7 @@ import (
 // Defaults of a Manager's commands and transfers, as the bubblewrap backend
 // maka's tool sandbox follows has them.
 const (
-	DefaultMaxTimeout    = 180 * time.Second
+	DefaultMaxTimeout    = libmaka.DefaultMaxCommandTimeout * time.Second
 	DefaultOutputLimit   = 1 << 20
 	DefaultTransferLimit = 8 << 20
 	// WorkDir is where a command's relative working directory resolves.
@@ -38,9 +38,10 @@ type Options struct {
 	// Policy is the policy every sandbox is checked against (nil: the
 	// built-in restricted profile).
 	Policy *libmaka.Policy
-	// MaxTimeout is the longest deadline a command may ask for (default
-	// 180 s): a longer one is refused before anything runs. It is also
-	// the deadline of a command that asks for none.
+	// MaxTimeout is the longest deadline a command may ask for (default:
+	// the policy's maxCommandTimeout, 180 s unless it says otherwise): a
+	// longer one is refused before anything runs. It is also the deadline
+	// of a command that asks for none.
 	MaxTimeout time.Duration
 	// OutputLimit caps a command's stdout and stderr together (default
 	// 1 MiB); TransferLimit caps one CopyIn or CopyOut (default 8 MiB).
@@ -83,7 +84,7 @@ func Open(opts Options) (*Manager, error) {
 		}
 	}
 	if opts.MaxTimeout <= 0 {
-		opts.MaxTimeout = DefaultMaxTimeout
+		opts.MaxTimeout = opts.Policy.CommandTimeout()
 	}
 	if opts.OutputLimit <= 0 {
 		opts.OutputLimit = DefaultOutputLimit

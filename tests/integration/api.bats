@@ -37,7 +37,9 @@ exit 0: done" ]
 
 @test "maka exec --timeout/--output-limit: bounded commands from the CLI (cwd, children killed, cap, maximum, deadline kills the sandbox)" {
   make_bundle "$BATS_TEST_TMPDIR/b" /bin/sh -c 'while :; do sleep 3600 & wait; done'
-  maka_io run -d --bundle "$BATS_TEST_TMPDIR/b" cli-bounded
+  # restricted, with a longest command deadline of 2 minutes (default 3)
+  echo '{"profile": "restricted", "maxCommandTimeout": 120}' > "$BATS_TEST_TMPDIR/policy.json"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/policy.json maka_io run -d --bundle "$BATS_TEST_TMPDIR/b" cli-bounded
   # Runs in /maka/work, a relative --cwd below it; a detached child is
   # killed before maka returns (seen from the host: no such process).
   run maka exec --timeout 60s cli-bounded -- sh -c 'mkdir -p job'
@@ -59,10 +61,11 @@ bg" ]
   [ "$status" -eq 255 ]
   [ -z "$output" ]
   [[ "$stderr" == *"output over the limit"*"1024 bytes"* ]]
-  # A timeout above the maximum is refused before anything runs.
-  run maka exec --timeout 181s cli-bounded -- touch /maka/work/ran
+  # A timeout above the maximum (the sandbox's policy's) is refused before
+  # anything runs.
+  run maka exec --timeout 121s cli-bounded -- touch /maka/work/ran
   [ "$status" -eq 255 ]
-  [[ "$output" == *"timeout above the maximum of 3m0s"* ]]
+  [[ "$output" == *"timeout above the maximum of 2m0s (the policy's maxCommandTimeout)"* ]]
   run maka exec cli-bounded test -e /maka/work/ran
   [ "$status" -eq 1 ]
   # Past its deadline after dispatch the whole sandbox is killed.
