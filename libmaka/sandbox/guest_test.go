@@ -345,3 +345,26 @@ func TestGuestOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOwnerProcess is not a test of its own: api.bats runs it as an agent
+// that launches an owned sandbox (scope MAKA_OWNER_SCOPE, id MAKA_OWNER_ID,
+// on maka's default state directories, as the CLI's), says "launched ID"
+// and then lives until killed, so that `maka purge` meets a live owner and
+// then a dead one.
+func TestOwnerProcess(t *testing.T) {
+	scope := os.Getenv("MAKA_OWNER_SCOPE")
+	if scope == "" || os.Getenv("MAKA_GUEST_TESTS") != "1" {
+		t.Skip("an owner for api.bats's purge test (MAKA_OWNER_SCOPE)")
+	}
+	m, err := Open(Options{Root: os.Getenv("MAKA_OWNER_ROOT"), StateDir: os.Getenv("MAKA_OWNER_STATE_DIR")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := &Owner{Scope: scope, Agent: "bats", Call: "c1", Kind: "shell"}
+	s, err := m.Launch(context.Background(), Request{ID: os.Getenv("MAKA_OWNER_ID"), Bundle: "/", Spec: DefaultSpec(os.Getenv("MAKA_ROOTFS"), IdleArgs...), Owner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("launched " + s.ID() + "\n")
+	time.Sleep(time.Hour) // until killed: the owner dies without destroying its sandbox
+}

@@ -76,3 +76,46 @@ bg" ]
   maka delete cli-bounded
   assert_nothing_left cli-bounded
 }
+
+@test "maka purge --scope: a live owner's sandbox is busy and kept, a dead owner's is destroyed, nothing is left; another scope is not touched" {
+  local out=$BATS_TEST_TMPDIR/owner.out pid i
+  # An agent (the package's test binary) launches an owned sandbox on the
+  # CLI's state directories and lives on.
+  MAKA_GUEST_TESTS=1 MAKA_ROOTFS="$MAKA_ROOTFS" MAKA_OWNER_SCOPE=ws-cli MAKA_OWNER_ID=own-cli \
+    MAKA_OWNER_ROOT="$MAKA_ROOT" MAKA_OWNER_STATE_DIR="$MAKA_STATE_DIR" \
+    "$MAKA_FIXTURES/sandbox.test" -test.run '^TestOwnerProcess$' -test.timeout 0 >"$out" 2>&1 3>&- &
+  pid=$!
+  for i in $(seq 120); do
+    grep -q '^launched own-cli' "$out" && break
+    kill -0 "$pid" 2>/dev/null || { cat "$out"; false; }
+    sleep 0.5
+  done
+  grep -q '^launched own-cli' "$out"
+  run maka list -q
+  [[ "$output" == *own-cli* ]]
+  # Its owner lives: busy, kept (exit 0: nothing failed).
+  run maka purge --scope ws-cli --format json
+  echo "$output"
+  [ "$status" -eq 0 ]
+  jq -e 'length == 1 and .[0].id == "own-cli" and .[0].result == "busy" and .[0].owner.scope == "ws-cli" and .[0].owner.call == "c1"' <<<"$output"
+  run maka exec own-cli true
+  [ "$status" -eq 0 ]
+  # Another scope purges nothing.
+  run maka purge --scope ws-other --format json
+  [ "$status" -eq 0 ]
+  [ "$output" = "[]" ]
+  # The owner dies (SIGKILL: no Destroy); purge destroys its sandbox.
+  kill -9 "$pid"
+  wait "$pid" || true
+  run maka purge --scope ws-cli
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "$(sed -n 2p <<<"$output")" == "own-cli"*"ws-cli/"*"purged"* ]]
+  assert_nothing_left own-cli
+  run maka purge --scope ws-cli --format json
+  [ "$output" = "[]" ]
+  # A scope is required.
+  run maka purge
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"scope"* ]]
+}
