@@ -367,9 +367,10 @@ left: nothing"
 @test "crictl runp under the restricted policy: maka's BOUNDARY_REJECTED and its reasons reach crictl's output, nothing is left (runc, which reads no maka policy, ran the same pod: stricter by design)" {
   echo '{"profile": "restricted"}' > /etc/maka/policy.json
   pod_config maka-restricted > "$CR/pod.restricted.json"
-  # maka's records, owners and scaffolds now (the pods above left history)
+  # maka's records, owners and scaffolds now (the pods above left history;
+  # lock files are kept by design: docs/security.md)
   local before after
-  before=$(find /var/lib/maka -not -path '*/history*' 2>/dev/null | sort)
+  before=$(find /var/lib/maka -not -path '*/history*' -not -name '*.lock' 2>/dev/null | sort)
   run cri maka runp --runtime maka "$CR/pod.restricted.json"
   echo "$output"
   [ "$status" -ne 0 ]
@@ -380,7 +381,7 @@ left: nothing"
   # containerd removed the failed sandbox; maka kept nothing.
   [ -z "$(cri maka pods -q --name demo-maka-restricted)" ]
   [ -z "$("$CR/bin/maka" --root "$SHIM_ROOT" --state-dir /var/lib/maka list -q)" ]
-  after=$(find /var/lib/maka -not -path '*/history*' 2>/dev/null | sort)
+  after=$(find /var/lib/maka -not -path '*/history*' -not -name '*.lock' 2>/dev/null | sort)
   diff <(echo "$before") <(echo "$after")
   [ -z "$(pgrep -fx -- "$CR/bin/maka init")" ]
 }
