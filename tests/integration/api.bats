@@ -30,7 +30,7 @@ exit 0: done" ]
   [ -n "$(find /var/lib/maka -path '*/history/tool-1/*' -name peak.json)" ]
   run "$MAKA_BINARY" --root /run/maka --state-dir /var/lib/maka violations --prune --older-than 0s
   [ "$status" -eq 0 ]
-  run find /var/lib/maka -path '*/history/*'
+  run find /var/lib/maka -path '*/history/tool-1*'
   echo "kept: $output"
   [ -z "$output" ]
 }
@@ -107,7 +107,7 @@ bg" ]
   # The owner dies (SIGKILL: no Destroy); purge destroys its sandbox.
   kill -9 "$pid"
   wait "$pid" || true
-  run maka purge --scope ws-cli
+  run --separate-stderr maka purge --scope ws-cli
   echo "$output"
   [ "$status" -eq 0 ]
   [[ "$(sed -n 2p <<<"$output")" == "own-cli"*"ws-cli/"*"purged"* ]]
