@@ -83,15 +83,22 @@ var ErrNotRegularFile = errors.New("not a regular file")
 
 // TransferTooLargeError reports a transfer refused because it exceeds its
 // limit. Size is the size seen (at least Limit+1 when the data was a stream
-// or the file grew while it was read).
+// or the file grew while it was read). Unit is what Size and Limit count:
+// "" (bytes) for every single-file transfer; a directory transfer also caps
+// "entries" and "levels of directories" (transfer_dir.go).
 type TransferTooLargeError struct {
 	Path  string
 	Size  int64
 	Limit int64
+	Unit  string
 }
 
 func (e *TransferTooLargeError) Error() string {
-	return fmt.Sprintf("%s: transfer too large: %d bytes or more, over the limit of %d bytes", e.Path, e.Size, e.Limit)
+	unit := e.Unit
+	if unit == "" {
+		unit = "bytes"
+	}
+	return fmt.Sprintf("%s: transfer too large: %d %s or more, over the limit of %d %s", e.Path, e.Size, unit, e.Limit, unit)
 }
 
 // Is makes errors.Is(err, ErrTransferTooLarge) true.
@@ -267,14 +274,15 @@ func CopyOut(t Target, name string, w io.Writer, limit int64) (FileInfo, error) 
 
 // atRoot resolves name in the sandbox (sandboxPath) and calls f with the
 // sandbox's root, opened for the call (openRoot).
-func atRoot(t Target, name string, f func(root int, p string) (FileInfo, error)) (FileInfo, error) {
+func atRoot[R any](t Target, name string, f func(root int, p string) (R, error)) (R, error) {
+	var zero R
 	p, err := sandboxPath(name)
 	if err != nil {
-		return FileInfo{}, err
+		return zero, err
 	}
 	root, err := openRoot(t)
 	if err != nil {
-		return FileInfo{}, err
+		return zero, err
 	}
 	defer root.Close()
 	return f(int(root.Fd()), p)
@@ -403,27 +411,16 @@ func copyInAt(root int, p string, r io.Reader, mode fs.FileMode, limit int64, t 
 	if p == "/" {
 		return FileInfo{}, fmt.Errorf("%s: is the sandbox's root directory", p)
 	}
-	uid, ok := idMap(t.UIDMappings).toHost(0)
-	if !ok {
-		return FileInfo{}, fmt.Errorf("%s: the sandbox's user namespace does not map uid 0", p)
-	}
-	gid, ok := idMap(t.GIDMappings).toHost(0)
-	if !ok {
-		return FileInfo{}, fmt.Errorf("%s: the sandbox's user namespace does not map gid 0", p)
+	uid, gid, err := sandboxRootIDs(t, p)
+	if err != nil {
+		return FileInfo{}, err
 	}
 	dir, base := spath.Split(p)
-	dfd, err := openIn(root, strings.TrimPrefix(dir, "/"), unix.O_PATH|unix.O_DIRECTORY)
+	dfd, err := openWritableParent(root, p)
 	if err != nil {
-		return FileInfo{}, resolveErr(p, err)
+		return FileInfo{}, err
 	}
 	defer unix.Close(dfd)
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(dfd, &sfs); err != nil {
-		return FileInfo{}, fmt.Errorf("%s: statfs: %w", p, err)
-	}
-	if sfs.Flags&unix.ST_RDONLY != 0 {
-		return FileInfo{}, fmt.Errorf("%s: %s is on a read-only mount; transfers write only into the sandbox's writable mounts (such as /maka/work and /tmp): %w", p, spath.Clean(dir), unix.EROFS)
-	}
 	var old unix.Stat_t
 	if e := unix.Fstatat(dfd, base, &old, unix.AT_SYMLINK_NOFOLLOW); e == nil && old.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return FileInfo{}, fmt.Errorf("%s: is a directory (transfers write one regular file; name the file)", p)
@@ -495,6 +492,41 @@ func copyInAt(root int, p string, r io.Reader, mode fs.FileMode, limit int64, t 
 		return FileInfo{}, fmt.Errorf("%s: rename into place: %w", p, err)
 	}
 	return fileInfoOf(p, &st, n, t), nil
+}
+
+// sandboxRootIDs are the host ids the sandbox's user namespace maps 0 to:
+// what a transfer in writes as (p names the transfer in errors).
+func sandboxRootIDs(t Target, p string) (uid, gid int, err error) {
+	uid, ok := idMap(t.UIDMappings).toHost(0)
+	if !ok {
+		return 0, 0, fmt.Errorf("%s: the sandbox's user namespace does not map uid 0", p)
+	}
+	gid, ok = idMap(t.GIDMappings).toHost(0)
+	if !ok {
+		return 0, 0, fmt.Errorf("%s: the sandbox's user namespace does not map gid 0", p)
+	}
+	return uid, gid, nil
+}
+
+// openWritableParent opens p's parent directory in the sandbox (O_PATH, no
+// link followed) and refuses it when it is on a read-only mount, naming
+// the path, before anything is created.
+func openWritableParent(root int, p string) (int, error) {
+	dir := spath.Dir(p)
+	dfd, err := openIn(root, strings.TrimPrefix(dir, "/"), unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return -1, resolveErr(p, err)
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(dfd, &sfs); err != nil {
+		unix.Close(dfd)
+		return -1, fmt.Errorf("%s: statfs: %w", p, err)
+	}
+	if sfs.Flags&unix.ST_RDONLY != 0 {
+		unix.Close(dfd)
+		return -1, fmt.Errorf("%s: %s is on a read-only mount; transfers write only into the sandbox's writable mounts (such as /maka/work and /tmp): %w", p, dir, unix.EROFS)
+	}
+	return dfd, nil
 }
 
 // asSandboxRoot runs fn with the calling thread's filesystem ids switched
