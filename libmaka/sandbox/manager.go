@@ -44,7 +44,8 @@ type Options struct {
 	// of a command that asks for none.
 	MaxTimeout time.Duration
 	// OutputLimit caps a command's stdout and stderr together (default
-	// 1 MiB); TransferLimit caps one CopyIn or CopyOut (default 8 MiB).
+	// 1 MiB); TransferLimit caps one CopyIn or CopyOut, or the files of
+	// one CopyDirIn or CopyDirOut together (default 8 MiB).
 	OutputLimit, TransferLimit int64
 }
 
@@ -355,4 +356,31 @@ func (s *Sandbox) CopyOut(path string, w io.Writer) (libmaka.FileInfo, error) {
 		return libmaka.FileInfo{}, err
 	}
 	return libmaka.CopyOut(t, path, w, s.m.opts.TransferLimit)
+}
+
+// CopyDirIn copies the host directory src to path in the sandbox (relative:
+// under /maka/work), a new directory (an existing path is refused, never
+// merged into), as libmaka.CopyDirIn: regular files and directories with
+// their permission bits, as the sandbox's root, only on a writable mount;
+// links, FIFOs, sockets and devices are skipped and listed in the result.
+// More than the Manager's TransferLimit in all (or libmaka's entry and
+// depth caps) fails (libmaka.ErrTransferTooLarge) and leaves nothing.
+func (s *Sandbox) CopyDirIn(src, path string) (libmaka.DirResult, error) {
+	t, err := s.target()
+	if err != nil {
+		return libmaka.DirResult{}, err
+	}
+	return libmaka.CopyDirIn(t, src, path, s.m.opts.TransferLimit)
+}
+
+// CopyDirOut copies the sandbox's directory at path to dst on the host, a
+// new directory, as libmaka.CopyDirOut: through no link, skipping (and
+// listing) links, FIFOs, sockets and devices, capped as CopyDirIn, leaving
+// nothing at dst on failure.
+func (s *Sandbox) CopyDirOut(path, dst string) (libmaka.DirResult, error) {
+	t, err := s.target()
+	if err != nil {
+		return libmaka.DirResult{}, err
+	}
+	return libmaka.CopyDirOut(t, path, dst, s.m.opts.TransferLimit)
 }
