@@ -17,13 +17,22 @@ import (
 
 var cpCommand = &cli.Command{
 	Name:      "cp",
-	Usage:     "copy a regular file into or out of a running container",
+	Usage:     "copy a file or a directory into or out of a running container",
 	ArgsUsage: "SRC ID:PATH | ID:PATH DST",
-	Description: `Copies one regular file between the host and the container, as docker cp's
-basic forms: "maka cp SRC ID:PATH" copies in, "maka cp ID:PATH DST" copies out.
-SRC "-" reads the file from stdin; DST "-" writes it to stdout. A relative PATH
-is under /maka/work. A PATH (or DST) that is an existing directory, or that
-ends in "/", receives the file under the other side's base name.
+	Description: `Copies a regular file, or a directory and what it holds, between the host and
+the container, as docker cp's basic forms: "maka cp SRC ID:PATH" copies in,
+"maka cp ID:PATH DST" copies out. SRC "-" reads a file from stdin; DST "-"
+writes a file to stdout. A relative PATH is under /maka/work. A PATH (or DST)
+that is an existing directory, or that ends in "/", receives the copy under
+the other side's base name; otherwise it is the name of the copy.
+
+A directory is copied as a new directory (its name must not exist yet: maka cp
+never merges into nor replaces one) holding its regular files and
+directories with their permission bits; symbolic links, FIFOs, sockets and
+devices in it are skipped, never followed nor opened, and each is reported on
+stderr ("cp: skipped PATH: REASON"). A directory copy is capped by --limit
+on its files' bytes together, and at 10000 entries and 64 levels of
+directories; over a cap, or on any error, it leaves nothing behind.
 
 The container's PATH is resolved inside the container and no symbolic link in
 it is ever followed (a link anywhere in PATH fails the copy; a link at the
@@ -32,17 +41,19 @@ program inside cannot redirect a copy to a host file. Copies in go only to the
 container's writable mounts (a read-only one is refused) and only where the
 container's root may write, as a new file owned by the container's root and
 with SRC's permission bits (0644 from stdin).
-Directories, devices, FIFOs and sockets are refused. Each copy is capped by
---limit (default 8MiB): a larger file fails, leaving nothing behind (with
+A device, FIFO or socket named as SRC or PATH is refused. Each copy is capped
+by --limit (default 8MiB): a larger file fails, leaving nothing behind (with
 DST "-", a file that grows past the limit while it is read leaves what was
 already written to stdout). The container must not be stopped.
 
 EXAMPLE:
        # maka cp ./input.csv box1:input.csv
        # maka cp box1:/maka/work/report.txt .
+       # maka cp ./dataset box1:/maka/work/
+       # maka cp box1:/maka/work/results ./results
        # echo hello | maka cp - box1:/tmp/greeting`,
 	Flags: []cli.Flag{
-		&cli.StringFlag{Name: "limit", Value: "8MiB", Usage: "largest file copied (a size in bytes: 1048576, 512k, 16MiB, 1g)"},
+		&cli.StringFlag{Name: "limit", Value: "8MiB", Usage: "largest file copied, or a directory's files together (a size in bytes: 1048576, 512k, 16MiB, 1g)"},
 	},
 	Action: func(c *cli.Context) error {
 		if err := checkArgs(c, 2, exactArgs); err != nil {
@@ -138,8 +149,11 @@ func copyInCmd(c *cli.Context, src, id, dpath string, limit int64) error {
 		if err != nil {
 			return fmt.Errorf("cp: source %w", err)
 		}
+		if fi.IsDir() {
+			return copyDirInCmd(c, src, id, dpath, limit)
+		}
 		if !fi.Mode().IsRegular() {
-			return fmt.Errorf("cp: source %s: not a regular file (maka cp copies one regular file)", src)
+			return fmt.Errorf("cp: source %s: not a regular file nor a directory", src)
 		}
 		if fi.Size() > limit {
 			return fmt.Errorf("cp: source %w", &libmaka.TransferTooLargeError{Path: src, Size: fi.Size(), Limit: limit})
@@ -163,6 +177,38 @@ func copyInCmd(c *cli.Context, src, id, dpath string, limit int64) error {
 	return nil
 }
 
+// copyDirInCmd: maka cp DIR ID:PATH.
+func copyDirInCmd(c *cli.Context, src, id, dpath string, limit int64) error {
+	op, t, err := transferTarget(c, id)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	if strings.HasSuffix(dpath, "/") || isSandboxDir(t, dpath) {
+		// The absolute path's base: "maka cp . ID:/tmp" names the copy
+		// after the current directory, not ".".
+		abs, err := filepath.Abs(src)
+		if err != nil {
+			return fmt.Errorf("cp: source %s: %w", src, err)
+		}
+		dpath = path.Join(dpath, filepath.Base(abs))
+	}
+	res, err := libmaka.CopyDirIn(t, src, dpath, limit)
+	if err != nil {
+		return fmt.Errorf("cp: into container %s: %w", id, err)
+	}
+	reportSkipped(os.Stderr, res)
+	return nil
+}
+
+// reportSkipped lists on stderr, one line each, what a directory copy did
+// not copy: the copy succeeded, but the user should know what is missing.
+func reportSkipped(w io.Writer, res libmaka.DirResult) {
+	for _, s := range res.Skipped {
+		fmt.Fprintf(w, "cp: skipped %s: %s\n", s.Path, s.Reason)
+	}
+}
+
 // isSandboxDir: whether p is a directory in the sandbox (no link followed).
 // Only a hint for naming the destination: CopyIn resolves again safely.
 func isSandboxDir(t libmaka.Target, p string) bool {
@@ -179,6 +225,14 @@ func copyOutCmd(c *cli.Context, id, spath, dst string, limit int64) error {
 		return err
 	}
 	defer op.End()
+	// Stat is a hint for choosing the form: each copy resolves the path
+	// again, safely, and refuses what is not what it copies.
+	if fi, err := libmaka.Stat(t, spath); err == nil && fi.Mode.IsDir() {
+		if dst == "-" {
+			return fmt.Errorf("cp: from container %s: %s: a directory, which cannot be written to stdout (name a host directory as DST)", id, fi.Path)
+		}
+		return copyDirOutCmd(t, id, spath, fi.Path, dst, limit)
+	}
 	if dst == "-" {
 		if _, err := libmaka.CopyOut(t, spath, os.Stdout, limit); err != nil {
 			return fmt.Errorf("cp: from container %s: %w", id, err)
@@ -217,5 +271,19 @@ func copyOutCmd(c *cli.Context, id, spath, dst string, limit int64) error {
 		return fmt.Errorf("cp: destination %s: %w", dst, err)
 	}
 	done = true
+	return nil
+}
+
+// copyDirOutCmd: maka cp ID:DIR DST. abs is DIR's absolute path in the
+// container.
+func copyDirOutCmd(t libmaka.Target, id, spath, abs, dst string, limit int64) error {
+	if st, err := os.Stat(dst); (err == nil && st.IsDir()) || strings.HasSuffix(dst, "/") {
+		dst = filepath.Join(dst, path.Base(abs))
+	}
+	res, err := libmaka.CopyDirOut(t, spath, dst, limit)
+	if err != nil {
+		return fmt.Errorf("cp: from container %s: %w", id, err)
+	}
+	reportSkipped(os.Stderr, res)
 	return nil
 }
