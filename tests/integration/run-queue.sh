@@ -16,8 +16,11 @@ while :; do
   mv "$work/pending/$token" "$work/taken/$token" 2>/dev/null || continue
   file=$(cat "$work/taken/$token")
   echo "# $file" | tee -a "$out"
+  t0=$SECONDS
   ${BATS:-bats} --formatter tap --timing --print-output-on-failure "${flags[@]}" "$file" 2>&1 \
     | tee -a "$out" || rc=1
+  # The file's wall time, setup_file included (durations.sh reads it).
+  echo "# duration $(basename "$file") $((SECONDS - t0))" | tee -a "$out"
   touch "$work/done/$token"
 done
 exit $rc

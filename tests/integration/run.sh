@@ -28,14 +28,17 @@ done
 
 work=$repo/build/integration
 rm -rf "$work"; mkdir -p "$work/pending" "$work/taken"
-# Queue: one token per file, named so that `ls` yields the largest first
-# (the number of @test lines is a fair proxy for a file's cost).
+# Queue: one token per file, named so that `ls` yields the longest first.
+# A file's cost is its seconds in durations.txt (measured: a full run's TAP,
+# summed per file by durations.sh), else 10 s per @test line; longest first
+# keeps one long file from running alone at the end.
 i=0
 for f in "${files[@]}"; do
-  n=$(grep -c '^@test' "$f" || true)
+  n=$(awk -v f="$(basename "$f")" '$1 == f { print $2; exit }' "$here/durations.txt" 2>/dev/null || true)
+  [ -n "$n" ] || n=$(( $(grep -c '^@test' "$f" || true) * 10 ))
   i=$((i + 1))
   printf '%s\n' "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")" \
-    > "$work/pending/$(printf '%04d-%04d' $((9999 - n)) $i)"
+    > "$work/pending/$(printf '%06d-%04d' $((999999 - n)) $i)"
 done
 
 if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
