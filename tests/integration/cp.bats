@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# maka cp (issue 13, items 4 and 7): one regular file into or out of a
-# running sandbox under restricted (its own user namespace, read-only root,
+# maka cp (issue 13, items 4 and 7): a regular file or a directory into or
+# out of a running sandbox under restricted (its own user namespace, read-only root,
 # tmpfs at /tmp and /maka/work), never following a link the program inside
 # planted, only into writable mounts, capped (8 MiB by default), leaving
 # nothing behind when refused. Checked from inside (exec: contents, owners
@@ -27,10 +27,14 @@ setup_file() {
   maka state cpbox > "$BATS_FILE_TMPDIR/state.json"
   # What the program inside plants, once (each exec costs seconds under
   # emulation): links to host paths (last and middle components, absolute
-  # and relative), a FIFO, a file over 1 MiB and one to copy out.
+  # and relative), a FIFO, a file over 1 MiB and one to copy out, and a
+  # directory to copy out holding links to host paths and a FIFO.
   maka exec cpbox sh -c 'ln -s /etc/shadow /tmp/x && ln -s / /tmp/d && ln -s /tmp/maka-cp-host/secret /tmp/hs &&
     ln -s ../../tmp/maka-cp-host /maka/work/up && mkfifo /tmp/fifo &&
-    head -c 2097152 /dev/zero > /tmp/bigout && printf "from inside\n" > /maka/work/out && chmod 0604 /maka/work/out'
+    head -c 2097152 /dev/zero > /tmp/bigout && printf "from inside\n" > /maka/work/out && chmod 0604 /maka/work/out &&
+    mkdir -p /maka/work/dir/sub && printf "in dir\n" > /maka/work/dir/a && printf b > /maka/work/dir/sub/b && chmod 0750 /maka/work/dir/sub &&
+    ln -s /tmp/maka-cp-host/secret /maka/work/dir/hs && ln -s /tmp/maka-cp-host /maka/work/dir/hd &&
+    ln -s ../../../../tmp/maka-cp-host/secret /maka/work/dir/sub/rel && ln -s /proc/self/root /maka/work/dir/pr && mkfifo /maka/work/dir/fifo'
 }
 
 teardown_file() {
@@ -195,4 +199,100 @@ root_sum() {
   [[ "$output" == *"/tmp/missing: no such file"* ]]
   [ ! -e "$BATS_TEST_TMPDIR/y" ]
   [ ! -e "/proc/$(pid)/root/tmp/badform" ]
+}
+
+@test "cp copies a directory in and out as docker cp; links and FIFOs inside are skipped, reported, never followed" {
+  local root=/proc/$(pid)/root before
+  before=$(host_sums)
+  # In: a host tree (modes set, a link to a host file inside).
+  local tree=$BATS_TEST_TMPDIR/tree
+  mkdir -p "$tree/sub/deep"
+  printf 'alpha\n' > "$tree/a"
+  printf 'gamma\n' > "$tree/sub/deep/c"
+  chmod 0640 "$tree/a"
+  chmod 0700 "$tree/sub/deep"
+  chmod 0750 "$tree/sub"
+  ln -s /tmp/maka-cp-host/secret "$tree/hostlink"
+  run restricted cp "$tree" cpbox:/maka/work/
+  [ "$status" -eq 0 ]
+  [ "$output" = "cp: skipped $tree/hostlink: a symbolic link, not followed" ]
+  [ "$(cat "$root/maka/work/tree/sub/deep/c")" = gamma ]
+  [ "$(stat -c %a "$root/maka/work/tree/a" "$root/maka/work/tree/sub" "$root/maka/work/tree/sub/deep")" = "$(printf '640\n750\n700')" ]
+  [ ! -e "$root/maka/work/tree/hostlink" ]
+  [ ! -L "$root/maka/work/tree/hostlink" ]
+  local host
+  host=$(jq -r '.uidMappings[0].hostID' "$BATS_FILE_TMPDIR/state.json")
+  [ "$(stat -c %u:%g "$root/maka/work/tree/sub/deep/c")" = "$host:$host" ]
+  # A new name is the copy; an existing directory receives it under SRC's
+  # base name.
+  run restricted cp "$tree" cpbox:/tmp/t2
+  [ "$status" -eq 0 ]
+  [ -f "$root/tmp/t2/a" ]
+  run restricted cp "$tree" cpbox:/tmp/t2
+  [ "$status" -eq 0 ]
+  [ -f "$root/tmp/t2/tree/a" ]
+  # Into a planted link (to a host directory, to /etc/shadow, to "/"):
+  # refused, nothing written through it.
+  run restricted cp "$tree" cpbox:up/x
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/maka/work/up/x: a component is a symbolic link"* ]]
+  run restricted cp "$tree" cpbox:/tmp/x
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/tmp/x: exists (a symbolic link, not replaced)"* ]]
+  run restricted cp "$tree" cpbox:/tmp/d/tmp/y
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"symbolic link"* ]]
+  [ ! -e /tmp/maka-cp-host/x ]
+  [ ! -e "$root/tmp/y" ]
+
+  # Out: the sandbox's directory; its links to host paths and its FIFO are
+  # skipped (the copy does not block), one stderr line each.
+  run timeout 60 "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" cp cpbox:dir "$BATS_TEST_TMPDIR/out"
+  [ "$status" -eq 0 ]
+  [ "${#lines[@]}" -eq 5 ]
+  [[ "$output" == *"cp: skipped /maka/work/dir/hs: a symbolic link, not followed"* ]]
+  [[ "$output" == *"cp: skipped /maka/work/dir/hd: a symbolic link, not followed"* ]]
+  [[ "$output" == *"cp: skipped /maka/work/dir/sub/rel: a symbolic link, not followed"* ]]
+  [[ "$output" == *"cp: skipped /maka/work/dir/pr: a symbolic link, not followed"* ]]
+  [[ "$output" == *"cp: skipped /maka/work/dir/fifo: a FIFO, not copied"* ]]
+  [ "$(cat "$BATS_TEST_TMPDIR/out/a")" = "in dir" ]
+  [ "$(cat "$BATS_TEST_TMPDIR/out/sub/b")" = b ]
+  [ "$(stat -c %a "$BATS_TEST_TMPDIR/out/sub")" = 750 ]
+  [ "$(cd "$BATS_TEST_TMPDIR/out" && find . | sort | tr '\n' ' ')" = ". ./a ./sub ./sub/b " ]
+  # Into an existing host directory: under the base name.
+  run restricted cp cpbox:/maka/work/dir "$BATS_TEST_TMPDIR/out"
+  [ "$status" -eq 0 ]
+  [ -f "$BATS_TEST_TMPDIR/out/dir/a" ]
+  [ "$(host_sums)" = "$before" ]
+  [ -z "$(find "$BATS_TEST_TMPDIR" "$root/tmp" "$root/maka/work" -name '.maka-cp-*')" ]
+}
+
+@test "cp of a directory: over the caps, onto a file, to stdout, fails naming the path and leaves nothing" {
+  local root=/proc/$(pid)/root
+  # Out over --limit (the files together): nothing created on the host.
+  run restricted cp --limit 4 cpbox:/maka/work/dir "$BATS_TEST_TMPDIR/o"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/maka/work/dir: transfer too large"*"over the limit of 4 bytes"* ]]
+  [ ! -e "$BATS_TEST_TMPDIR/o" ]
+  # In over --limit: nothing left in the sandbox.
+  mkdir -p "$BATS_TEST_TMPDIR/t/s"
+  printf 'abcdef' > "$BATS_TEST_TMPDIR/t/s/f"
+  run restricted cp --limit 4 "$BATS_TEST_TMPDIR/t" cpbox:/tmp/t3
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"$BATS_TEST_TMPDIR/t: transfer too large"* ]]
+  [ ! -e "$root/tmp/t3" ]
+  # Onto an existing host file: refused, the file unchanged.
+  echo keep > "$BATS_TEST_TMPDIR/file"
+  run restricted cp cpbox:/maka/work/dir "$BATS_TEST_TMPDIR/file"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"$BATS_TEST_TMPDIR/file: exists and is not a directory"* ]]
+  [ "$(cat "$BATS_TEST_TMPDIR/file")" = keep ]
+  run restricted cp cpbox:/maka/work/dir -
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/maka/work/dir: a directory, which cannot be written to stdout"* ]]
+  # Into the read-only root: refused before anything is made.
+  run restricted cp "$BATS_TEST_TMPDIR/t" cpbox:/etc/t
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/etc/t: /etc is on a read-only mount"* ]]
+  [ -z "$(find "$BATS_TEST_TMPDIR" "$root/tmp" "$root/maka/work" "$root/etc" -maxdepth 1 -name '.maka-cp-*')" ]
 }
