@@ -72,6 +72,22 @@ func buildTree(t *testing.T, dir string) {
 	}
 }
 
+// unlockOnCleanup makes every directory under dirs writable again when the
+// test ends, before t.TempDir's removal: sampleTree's 0500 directory (and
+// its copies) would stop it for a test not run as root.
+func unlockOnCleanup(t *testing.T, dirs ...string) {
+	t.Cleanup(func() {
+		for _, d := range dirs {
+			filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+				if err == nil && e.IsDir() {
+					os.Chmod(p, 0o700)
+				}
+				return nil
+			})
+		}
+	})
+}
+
 // snapshot describes every entry under dir (links not followed): its
 // type, permission bits and, for a file, content.
 func snapshot(t *testing.T, dir string) map[string]string {
@@ -151,6 +167,8 @@ func TestCopyDirRoundTrip(t *testing.T) {
 	dir, root, _ := transferRoot(t)
 	tg := selfTarget()
 	src := filepath.Join(t.TempDir(), "tree")
+	out := filepath.Join(t.TempDir(), "back")
+	unlockOnCleanup(t, src, dir, out)
 	buildTree(t, src)
 	suid := filepath.Join(src, "suid")
 	if err := os.WriteFile(suid, []byte("s"), 0o755); err != nil {
@@ -181,7 +199,6 @@ func TestCopyDirRoundTrip(t *testing.T) {
 	}
 	noTemps(t, filepath.Join(dir, "maka/work"))
 
-	out := filepath.Join(t.TempDir(), "back")
 	res, err = copyDirOutAt(root, "/maka/work/tree", out, defDirLimits())
 	if err != nil {
 		t.Fatal(err)
@@ -490,6 +507,7 @@ func TestCopyDirInDestination(t *testing.T) {
 	dir, root, _ := transferRoot(t)
 	tg := selfTarget()
 	src := filepath.Join(t.TempDir(), "src")
+	unlockOnCleanup(t, src, dir)
 	buildTree(t, src)
 	os.Mkdir(filepath.Join(dir, "tmp/d"), 0o755)
 	os.WriteFile(filepath.Join(dir, "tmp/f"), []byte("keep"), 0o644)
@@ -531,6 +549,7 @@ func TestCopyDirInDestination(t *testing.T) {
 func TestCopyDirOpenRoot(t *testing.T) {
 	base := t.TempDir()
 	src := filepath.Join(base, "src")
+	unlockOnCleanup(t, base)
 	buildTree(t, src)
 	tg := selfTarget()
 	tg.Pid = os.Getpid()
