@@ -129,7 +129,7 @@ func transferTarget(c *cli.Context, id string) (*libmaka.Op, libmaka.Target, err
 	}
 	return op, libmaka.Target{
 		Pid:         st.Pid,
-		StartTime:   base.BaseState.InitProcessStartTime,
+		StartTime:   base.InitProcessStartTime,
 		UIDMappings: st.UIDMappings,
 		GIDMappings: st.GIDMappings,
 	}, nil

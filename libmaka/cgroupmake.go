@@ -128,10 +128,10 @@ func (op *Op) makeCgroup(path string) error {
 // state directory, the record) and returns err.
 func (op *Op) abandon(err error) error {
 	if rerr := os.RemoveAll(filepath.Join(op.rt.Root, op.ID)); rerr != nil {
-		return fmt.Errorf("%w (and removing its state: %v)", err, rerr)
+		return fmt.Errorf("%w (and removing its state: %w)", err, rerr)
 	}
 	if derr := op.Drop(); derr != nil {
-		return fmt.Errorf("%w (and dropping its record: %v)", err, derr)
+		return fmt.Errorf("%w (and dropping its record: %w)", err, derr)
 	}
 	return err
 }

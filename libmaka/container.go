@@ -268,19 +268,19 @@ func (c *Container) State() (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	pid := st.BaseState.InitProcessPid
+	pid := st.InitProcessPid
 	if status == Stopped {
 		pid = 0
 	}
 	bundle, annotations := utils.Annotations(st.Config.Labels)
 	return &State{
 		OCIVersion:  specs.Version,
-		ID:          st.BaseState.ID,
+		ID:          st.ID,
 		Pid:         pid,
 		Status:      status,
 		Bundle:      bundle,
-		Rootfs:      st.BaseState.Config.Rootfs,
-		Created:     st.BaseState.Created,
+		Rootfs:      st.Config.Rootfs,
+		Created:     st.Created,
 		Annotations: annotations,
 		Owner:       c.owner(),
 		UIDMappings: idMappings(st.Config.UIDMappings),

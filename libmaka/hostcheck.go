@@ -22,7 +22,7 @@ var requiredControllers = []string{"cpu", "memory", "pids"}
 func CheckCgroupV2() error {
 	var st unix.Statfs_t
 	if err := unix.Statfs(cgroupRoot, &st); err != nil {
-		return fmt.Errorf("%w: cannot stat %s: %v", ErrNoCgroup2, cgroupRoot, err)
+		return fmt.Errorf("%w: cannot stat %s: %w", ErrNoCgroup2, cgroupRoot, err)
 	}
 	if st.Type != unix.CGROUP2_SUPER_MAGIC {
 		kind := "not a cgroup2 filesystem"
@@ -36,7 +36,7 @@ func CheckCgroupV2() error {
 	}
 	data, err := os.ReadFile(cgroupRoot + "/cgroup.controllers")
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNoCgroup2, err)
+		return fmt.Errorf("%w: %w", ErrNoCgroup2, err)
 	}
 	have := strings.Fields(string(data))
 	var missing []string

@@ -178,7 +178,7 @@ func (op *Op) End() {
 			}
 		}
 		// A scaffold no published record names: nothing runs on it.
-		if op.scaffold != "" && !(op.creating && op.Record != nil) && op.prev == nil {
+		if op.scaffold != "" && (!op.creating || op.Record == nil) && op.prev == nil {
 			if err := removeRoot(op.scaffold); err != nil {
 				logrus.Warnf("container %s: %v (`maka recover` removes it)", op.ID, err)
 			}

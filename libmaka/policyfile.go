@@ -82,12 +82,12 @@ func decodeStrict(data []byte, v any) error {
 	// file would not mean what it says.
 	var extra json.RawMessage
 	switch err := dec.Decode(&extra); {
-	case err == io.EOF:
+	case errors.Is(err, io.EOF):
 		return nil
 	case err == nil:
 		return fmt.Errorf("a second JSON document follows the policy object (at byte %d): a policy file holds one object", dec.InputOffset()-int64(len(extra)))
 	default:
-		return fmt.Errorf("unexpected data after the policy object: %v", JSONError(err, "policy"))
+		return fmt.Errorf("unexpected data after the policy object: %w", JSONError(err, "policy"))
 	}
 }
 

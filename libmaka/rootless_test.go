@@ -31,7 +31,7 @@ func TestRootlessMode(t *testing.T) {
 }
 
 // fakeHost points the files CheckRootless reads at a directory.
-func fakeHost(t *testing.T, files map[string]string) string {
+func fakeHost(t *testing.T, files map[string]string) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -56,7 +56,6 @@ func fakeHost(t *testing.T, files map[string]string) string {
 	subuidPath, subgidPath = filepath.Join(dir, "subuid"), filepath.Join(dir, "subgid")
 	cgroupMount = filepath.Join(dir, "cgroup")
 	lookPath = func(string) (string, error) { return "/usr/bin/newuidmap", nil }
-	return dir
 }
 
 func TestCheckRootlessNamesEachMissingPiece(t *testing.T) {

@@ -370,7 +370,10 @@ func (s *Store) Lock(id string, wait time.Duration) (*Lock, error) {
 		case err = <-got:
 		case <-timer.C:
 			// Abandoned: if the lock comes later, let it go at once.
-			go func() { <-got; f.Close() }()
+			go func() {
+				<-got //nolint:errcheck // taken or not, the file is closed: that lets it go
+				_ = f.Close()
+			}()
 			return nil, s.busyError(id, wait)
 		}
 	}

@@ -459,7 +459,7 @@ func copyInAt(root int, p string, r io.Reader, mode fs.FileMode, limit int64, t 
 			// under a pinned directory: if the sandbox renamed something
 			// else onto it, unlinking that removes only a name in the
 			// sandbox's own writable directory.
-			asSandboxRoot(uid, gid, func() error { return unix.Unlinkat(dfd, tmp, 0) })
+			_ = asSandboxRoot(uid, gid, func() error { return unix.Unlinkat(dfd, tmp, 0) })
 		}
 	}()
 	w := bufio.NewWriterSize(f, 64<<10)
@@ -559,8 +559,10 @@ func asSandboxRoot(uid, gid int, fn func() error) error {
 		} else {
 			err = fn()
 		}
-		unix.SetfsuidRetUid(prevUID)
-		unix.SetfsgidRetGid(prevGID)
+		// Back to the previous ids: setfsuid cannot fail for a caller
+		// that could switch away from them.
+		_, _ = unix.SetfsuidRetUid(prevUID)
+		_, _ = unix.SetfsgidRetGid(prevGID)
 		okU, _ := unix.SetfsuidRetUid(prevUID)
 		okG, _ := unix.SetfsgidRetGid(prevGID)
 		if okU == prevUID && okG == prevGID {

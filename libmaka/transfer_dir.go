@@ -209,7 +209,7 @@ func (s sandboxSink) rename(dir int, from, to string) error {
 }
 
 func (s sandboxSink) remove(dir int, name string) {
-	asSandboxRoot(s.uid, s.gid, func() error { removeTree(dir, name, 0); return nil })
+	_ = asSandboxRoot(s.uid, s.gid, func() error { removeTree(dir, name, 0); return nil })
 }
 
 func (sandboxSink) explain(dst string, err error) error {
@@ -239,7 +239,7 @@ func removeTree(dfd int, name string, depth int) {
 	}
 	f := os.NewFile(uintptr(fd), name)
 	// A finished directory may have lost its owner's write bit.
-	unix.Fchmod(fd, 0o700)
+	_ = unix.Fchmod(fd, 0o700) // best effort: removal is
 	for {
 		names, err := f.Readdirnames(256)
 		for _, n := range names {
@@ -250,7 +250,7 @@ func removeTree(dfd int, name string, depth int) {
 		}
 	}
 	f.Close()
-	unix.Unlinkat(dfd, name, unix.AT_REMOVEDIR)
+	_ = unix.Unlinkat(dfd, name, unix.AT_REMOVEDIR)
 }
 
 // testHookEntry, when set (tests only), runs after a directory was listed

@@ -2,6 +2,7 @@ package specconv
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -231,7 +232,7 @@ func ToBoundary(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, er
 // config.json is well formed) and the verdict even when the verdict is no.
 func Explain(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, Verdict, error) {
 	b, v, err := compile(spec, policy)
-	if _, rejected := err.(*RejectedError); rejected {
+	if rejected := (*RejectedError)(nil); errors.As(err, &rejected) {
 		err = nil
 	}
 	return b, v, err
@@ -681,7 +682,7 @@ func (c *checker) checkLimits() {
 		v := def.Memory
 		r.Memory.Limit = &v
 	case *r.Memory.Limit < 0 && max.Memory > 0:
-		c.reject(f.memory, fmt.Sprintf(`"maxLimits": {"memory": 0}`),
+		c.reject(f.memory, `"maxLimits": {"memory": 0}`,
 			"unlimited memory is not allowed by %s (largest: %s)", c.profile(), libmaka.FormatSize(max.Memory))
 	case max.Memory > 0 && *r.Memory.Limit > max.Memory:
 		c.reject(f.memory, fmt.Sprintf(`"maxLimits": {"memory": %d}`, *r.Memory.Limit),

@@ -49,7 +49,7 @@ func applyHint(t *testing.T, current *libmaka.Policy, doc, hint string) string {
 
 // policyDiff lists the keys (limits as "maxLimits.memory") in which two
 // policies differ, ignoring where they were read from.
-func policyDiff(t *testing.T, a, b *libmaka.Policy) []string {
+func policyDiff(a, b *libmaka.Policy) []string {
 	flat := func(p *libmaka.Policy) map[string]string {
 		data, _ := json.Marshal(p)
 		var m map[string]json.RawMessage
@@ -184,7 +184,7 @@ func TestRejectionHintsAreCompleteEdits(t *testing.T) {
 			if err != nil {
 				t.Fatalf("hint %q makes an invalid policy %s: %v", item.Allow, doc, err)
 			}
-			if diff := policyDiff(t, before, after); !reflect.DeepEqual(diff, []string{tc.key}) {
+			if diff := policyDiff(before, after); !reflect.DeepEqual(diff, []string{tc.key}) {
 				t.Errorf("hint %q changed %v, want only %s", item.Allow, diff, tc.key)
 			}
 			s = sandboxSpec(t)

@@ -26,7 +26,11 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer sb.Destroy()
+	defer func() {
+		if err := sb.Destroy(); err != nil {
+			log.Print(err)
+		}
+	}()
 	res, err := sb.Exec(ctx, sandbox.Command{Shell: "uname -s > report.txt; echo done", Timeout: 30 * time.Second})
 	if err != nil {
 		log.Fatal(err)

@@ -28,7 +28,8 @@ const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
 // is read from the process's memory and resolved inside the container
 // (its root and cwd through /proc, RESOLVE_IN_ROOT), never on the host.
 func (m *Monitor) audit(fd int, n *seccompNotif, at time.Time, name string, hostPid, pid int, comm string) {
-	defer respond(fd, n.ID, 0)
+	// Answered whatever is recorded: the kernel then refuses the write.
+	defer func() { _ = respond(fd, n.ID, 0) }()
 	a := n.Data.Args
 	dirfd, addr, flags := int32(unix.AT_FDCWD), a[0], a[1]
 	switch name {

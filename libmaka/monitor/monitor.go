@@ -181,7 +181,7 @@ func recvNotifyFd(conn *net.UnixConn) (fd, pid int, err error) {
 	if err := json.Unmarshal(buf[:n], &st); err != nil {
 		// A long document arrives in pieces: find the pid by hand.
 		if i := strings.Index(string(buf[:n]), `"pid":`); i >= 0 {
-			fmt.Sscanf(string(buf[i+6:n]), "%d", &st.Pid)
+			_, _ = fmt.Sscanf(string(buf[i+6:n]), "%d", &st.Pid) // none: pid 0, unknown
 		}
 	}
 	return fd, st.Pid, nil

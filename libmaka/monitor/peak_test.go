@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,11 +48,11 @@ func TestPeakFileShape(t *testing.T) {
 	}
 }
 
-// fakeCgroup is a directory with a cgroup.events file: inotify sees its
-// writes as it sees the kernel's changes to a real one.
-func fakeCgroup(t *testing.T, populated bool) string {
+// fakeCgroup is a populated cgroup's directory with a cgroup.events file:
+// inotify sees its writes as it sees the kernel's changes to a real one.
+func fakeCgroup(t *testing.T) string {
 	dir := t.TempDir()
-	setPopulated(t, dir, populated)
+	setPopulated(t, dir, true)
 	return dir
 }
 
@@ -66,7 +67,7 @@ func setPopulated(t *testing.T, dir string, populated bool) {
 }
 
 func TestWaitEmptyIsWokenWhenTheCgroupEmpties(t *testing.T) {
-	dir := fakeCgroup(t, true)
+	dir := fakeCgroup(t)
 	emptiedAt := make(chan time.Time, 1)
 	go func() {
 		time.Sleep(200 * time.Millisecond)
@@ -85,7 +86,7 @@ func TestWaitEmptyIsWokenWhenTheCgroupEmpties(t *testing.T) {
 }
 
 func TestWaitEmptyGivesUpOnACgroupThatStaysPopulated(t *testing.T) {
-	dir := fakeCgroup(t, true)
+	dir := fakeCgroup(t)
 	start := time.Now()
 	if _, ok := waitEmpty(dir, 300*time.Millisecond); ok {
 		t.Fatal("a populated cgroup seen empty")
@@ -100,7 +101,7 @@ func TestWaitEmptyGivesUpOnACgroupThatStaysPopulated(t *testing.T) {
 }
 
 func TestAKillIsTimedFromTheViolationToTheEmptyCgroup(t *testing.T) {
-	cg := fakeCgroup(t, true)
+	cg := fakeCgroup(t)
 	state := t.TempDir()
 	m, err := New(Config{ID: "box", StateDir: state, OnViolation: ActionKill})
 	if err != nil {
@@ -131,7 +132,7 @@ func TestAKillIsTimedFromTheViolationToTheEmptyCgroup(t *testing.T) {
 	var k *KilledError
 	if err := m.Err(); err == nil || !strings.Contains(err.Error(), " ms)") {
 		t.Fatalf("Err() = %v, want the time to empty", err)
-	} else if k = err.(*KilledError); !strings.HasPrefix(k.Error(), "SANDBOX_BOUNDARY_VIOLATION: container box was killed: syscall mount(0x1) by pid 3 (sh), sandbox killed (empty after ") {
+	} else if !errors.As(err, &k) || !strings.HasPrefix(k.Error(), "SANDBOX_BOUNDARY_VIOLATION: container box was killed: syscall mount(0x1) by pid 3 (sh), sandbox killed (empty after ") {
 		t.Errorf("message: %s", k.Error())
 	}
 	if ms, ok := k.EmptyAfterMs(); !ok || ms != *p.Killed.EmptyAfterMs {
@@ -175,7 +176,7 @@ func TestHoldTmpfsHoldsOnlyTmpfsMounts(t *testing.T) {
 }
 
 func TestWarmHasNoEffect(t *testing.T) {
-	cg := fakeCgroup(t, true)
+	cg := fakeCgroup(t)
 	state := t.TempDir()
 	m, err := New(Config{ID: "box", StateDir: state, OnViolation: ActionKill})
 	if err != nil {

@@ -126,7 +126,7 @@ func (d *Detached) Attach(in Info) error {
 	}()
 	_ = d.ack.SetReadDeadline(time.Now().Add(attachWait))
 	if n, err := d.ack.Read(make([]byte, 1)); n != 1 {
-		return fmt.Errorf("container %s: the monitor did not attach: %v", d.id, err)
+		return fmt.Errorf("container %s: the monitor did not attach: %w", d.id, err)
 	}
 	return nil
 }

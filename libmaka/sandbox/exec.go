@@ -265,7 +265,7 @@ func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 		<-exited
 		readers.Wait()
 		if derr != nil {
-			return nil, fmt.Errorf("sandbox %s: the command ran past its deadline (%w) and destroying the sandbox failed: %v", id, ctx.Err(), derr)
+			return nil, fmt.Errorf("sandbox %s: the command ran past its deadline (%w) and destroying the sandbox failed: %w", id, ctx.Err(), derr)
 		}
 		return nil, fmt.Errorf("sandbox %s: %w: the command ran past its deadline: %w", id, ErrSandboxDestroyed, ctx.Err())
 	}

@@ -295,7 +295,7 @@ func (s *Sandbox) destroyLocked() (err error) {
 		return nil
 	}
 	kerr := ctr.Kill(KillTimeout)
-	s.launched.Finish()
+	_ = s.launched.Finish() // why its monitor killed it: moot, it is being removed
 	if err := ctr.Destroy(); err != nil {
 		return fmt.Errorf("destroy %s: %w", ctr.ID(), err)
 	}
@@ -331,7 +331,7 @@ func (s *Sandbox) target() (libmaka.Target, error) {
 		return libmaka.Target{}, err
 	}
 	b := s.Boundary()
-	return libmaka.Target{Pid: s.launched.Pid, StartTime: st.BaseState.InitProcessStartTime, UIDMappings: b.UIDMappings, GIDMappings: b.GIDMappings}, nil
+	return libmaka.Target{Pid: s.launched.Pid, StartTime: st.InitProcessStartTime, UIDMappings: b.UIDMappings, GIDMappings: b.GIDMappings}, nil
 }
 
 // CopyIn writes r to path in the sandbox (relative: under /maka/work), as
