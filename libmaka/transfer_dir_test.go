@@ -14,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
-// treeSpec is a tree to build: path → "dir MODE" or "file MODE CONTENT".
+// sampleTree is a tree to build: path → "dir MODE" or "file MODE CONTENT".
 // Directories are given their mode after what they hold was made.
 var sampleTree = []struct {
 	path, kind string
@@ -572,10 +571,7 @@ func TestCopyDirInAsSandboxRoot(t *testing.T) {
 		t.Skip("needs root")
 	}
 	dir, root, _ := transferRoot(t)
-	tg := Target{
-		UIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 100000, Size: 65536}},
-		GIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 100000, Size: 65536}},
-	}
+	tg := mappedTarget()
 	os.Chmod(filepath.Join(dir, "maka/work"), 0o777)
 	src := filepath.Join(t.TempDir(), "src")
 	buildTree(t, src)

@@ -446,10 +446,7 @@ func TestCopyInCreatesAsSandboxRoot(t *testing.T) {
 		t.Skip("needs root")
 	}
 	dir, root, _ := transferRoot(t)
-	tg := Target{
-		UIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 100000, Size: 65536}},
-		GIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 100000, Size: 65536}},
-	}
+	tg := mappedTarget()
 	// /maka/work is the sandbox's (0777 here); /etc is the host root's, 0755.
 	if err := os.Chmod(filepath.Join(dir, "maka/work"), 0o777); err != nil {
 		t.Fatal(err)
@@ -482,4 +479,11 @@ func TestCopyInCreatesAsSandboxRoot(t *testing.T) {
 	if st, _ := os.Stat(p); st.Sys().(*syscall.Stat_t).Uid != 0 {
 		t.Errorf("caller's ids changed")
 	}
+}
+
+// mappedTarget is a sandbox whose root is host id 100000 (no process: the
+// tests reach its root through transferRoot's descriptor).
+func mappedTarget() Target {
+	m := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 100000, Size: 65536}}
+	return Target{UIDMappings: m, GIDMappings: m}
 }
