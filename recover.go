@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/maka-runtime/maka/libmaka"
@@ -57,8 +55,13 @@ EXAMPLE:
 			if err != nil {
 				return err
 			}
+			monitors := monitorExecutables(rt.Root)
 			relaunch = func(op *libmaka.Op, rec *libmaka.ContainerRecord) (libmaka.Status, error) {
-				return relaunchSandbox(rt, op, rec, policy, &poststart)
+				status, l, err := sandbox.Relaunch(rt, op, rec, policy, monitors, hostChecks())
+				if status == libmaka.Running {
+					poststart = append(poststart, l.Container)
+				}
+				return status, err
 			}
 		}
 		results, err := rt.Recover(relaunch)
@@ -102,87 +105,4 @@ func printRecoveryTable(results []libmaka.RecoveryResult) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Stage, strconv.Itoa(r.Owner.Pid), r.Result, relaunched, reason)
 	}
 	return w.Flush()
-}
-
-// relaunchSandbox creates the sandbox of rec again under op: the boundary
-// it was created with (never config.json, which may have changed), checked
-// again against today's policy and on the host (sandbox.Recompile), the
-// launch options it had, a fresh instance, on the launch path create and
-// run use. A sandbox that had been started is
-// started again; its poststart hooks are appended to poststart, to run once
-// the id's lock is released. Its stdio is /dev/null.
-func relaunchSandbox(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.ContainerRecord, policy *libmaka.Policy, poststart *[]*libmaka.Container) (libmaka.Status, error) {
-	b := rec.Boundary
-	if rec.Attached {
-		// Its caller (a foreground run) is gone: nobody would wait for
-		// it, forward its signals or delete it.
-		return "", errors.New("it was a foreground run whose maka is gone: nobody would wait for it or remove it")
-	}
-	if b.Process.Terminal {
-		return "", errors.New("its process needs a terminal: a relaunch has no console socket to hand it to")
-	}
-	if rec.Policy == nil {
-		return "", errors.New("the record has no policy")
-	}
-	if err := checkHostSupportRelaunch(rec.Policy.Rootless != nil); err != nil {
-		return "", err
-	}
-	// Today's policy, and the host as it is now (a bind source that was
-	// a directory may be a link to /etc now); the record keeps what was
-	// checked at create.
-	b, eff, err := sandbox.Recompile(b, rec.Policy, policy, rec.ID, rec.Bundle,
-		sandbox.NeverPaths(rt.Root, rt.StateDir), hostChecks())
-	if err != nil {
-		return "", err
-	}
-	process, err := sandbox.InitProcess(b)
-	if err != nil {
-		return "", err
-	}
-	// Not recover's own stdio: whoever reads recover's output would wait
-	// for the relaunched sandbox to end.
-	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		return "", err
-	}
-	defer null.Close()
-	process.Stdin, process.Stdout, process.Stderr = null, null, null
-	start := rec.Stage == libmaka.StageRunning
-	s, err := sandbox.Run(rt, sandbox.Launch{
-		ID:       rec.ID,
-		Bundle:   rec.Bundle,
-		Boundary: b,
-		Policy:   eff,
-		Options:  rec.Options,
-		Command:  "recover",
-		Start:    start,
-		Monitors: monitorExecutables(rt.Root),
-		Process:  process,
-		Op:       op,
-	})
-	if err != nil {
-		return "", err
-	}
-	if !start {
-		return libmaka.Created, nil
-	}
-	*poststart = append(*poststart, s.Container)
-	return libmaka.Running, nil
-}
-
-// checkHostSupportRelaunch is checkHostSupport without the CLI flags: a
-// sandbox made by a rootless maka is relaunched by one, in the same way.
-func checkHostSupportRelaunch(rootless bool) error {
-	if err := libmaka.CheckCgroupV2(); err != nil {
-		return err
-	}
-	if rootless != (os.Geteuid() != 0) {
-		return fmt.Errorf("it was made by a maka running as %s: relaunch it as such", map[bool]string{true: "an ordinary user", false: "root"}[rootless])
-	}
-	if rootless {
-		if _, missing := libmaka.CheckRootless(); len(missing) > 0 {
-			return fmt.Errorf("rootless: %s", strings.Join(missing, "; "))
-		}
-	}
-	return nil
 }

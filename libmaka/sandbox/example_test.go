@@ -49,3 +49,21 @@ func ExampleSandbox_Exec_errors() {
 		fmt.Println("wrote more than its output limit: killed, nothing returned")
 	}
 }
+
+// After a reboot: reap what the crash left and relaunch the detached
+// sandboxes under the Manager's policy, reporting those it now refuses.
+func ExampleManager_RecoverAndRelaunch() {
+	m, err := sandbox.Open(sandbox.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	results, err := m.RecoverAndRelaunch("/usr/local/bin/maka")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range results {
+		if r.RelaunchError != "" {
+			fmt.Printf("%s: not relaunched: %s\n", r.ID, r.RelaunchError)
+		}
+	}
+}

@@ -6,14 +6,17 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
 )
 
@@ -367,4 +370,176 @@ func TestOwnerProcess(t *testing.T) {
 	}
 	os.Stdout.WriteString("launched " + s.ID() + "\n")
 	time.Sleep(time.Hour) // until killed: the owner dies without destroying its sandbox
+}
+
+// TestGuestRecoverAndRelaunch: a detached sandbox (maka run -d) lost with
+// its state root, as after a reboot, is relaunched under the Manager's
+// policy, not the one it was created under. Created under onViolation
+// deny, a watched call from inside is denied and the sandbox lives on;
+// relaunched under restricted (kill), the same call destroys it. A policy
+// that no longer allows the boundary refuses the relaunch, and nothing of
+// the sandbox is left.
+func TestGuestRecoverAndRelaunch(t *testing.T) {
+	m, rootfs := guestManager(t, Options{})
+	maka := os.Getenv("MAKA_BINARY")
+	if maka == "" {
+		t.Fatal("MAKA_BINARY: the maka binary is not set")
+	}
+	const id = "api-relaunch"
+	work := t.TempDir()
+	spec, err := json.Marshal(DefaultSpec(rootfs, IdleArgs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deny := filepath.Join(work, "deny.json")
+	tight := []byte(`{"profile": "baseline", "defaultLimits": {"memory": 1048576}, "maxLimits": {"memory": 1048576}}`)
+	for f, data := range map[string][]byte{"config.json": spec, "deny.json": []byte(`{"profile": "restricted", "onViolation": "deny"}`)} {
+		if err := os.WriteFile(filepath.Join(work, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// cli runs maka on the Manager's state directories. Its output goes
+	// to a file: a detached sandbox's init keeps run's stdio open.
+	cli := func(args ...string) (string, error) {
+		out, err := os.CreateTemp(work, "out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		cmd := exec.Command(maka, append([]string{"--root", m.rt.Root, "--state-dir", m.rt.StateDir}, args...)...)
+		cmd.Stdout, cmd.Stderr = out, out
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "MAKA_POLICY=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		err = cmd.Run()
+		data, _ := os.ReadFile(out.Name())
+		return string(data), err
+	}
+	t.Cleanup(func() { _, _ = cli("delete", "--force", id) })
+	status := func() string {
+		out, _ := cli("state", id)
+		var st struct{ Status string }
+		_ = json.Unmarshal([]byte(out), &st)
+		return st.Status
+	}
+	record := func() *libmaka.ContainerRecord {
+		store, err := m.rt.Store(false)
+		if err != nil || store == nil {
+			t.Fatalf("the store: %v", err)
+		}
+		rec, err := store.Get(id)
+		if err != nil {
+			t.Fatalf("the record: %v", err)
+		}
+		return rec
+	}
+	// lose kills the sandbox's processes, removes its cgroup and wipes its
+	// runtime state, as a reboot does; the contract store survives.
+	lose := func() {
+		t.Helper()
+		cg := filepath.Join("/sys/fs/cgroup", record().Boundary.Cgroup.Path)
+		if err := os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		for i := 0; i < 100; i++ {
+			if ev, err := os.ReadFile(filepath.Join(cg, "cgroup.events")); err != nil || strings.Contains(string(ev), "populated 0") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err := os.Remove(cg); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(filepath.Join(m.rt.Root, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relaunched := func(m *Manager) libmaka.RecoveryResult {
+		t.Helper()
+		results, err := m.RecoverAndRelaunch(maka)
+		for _, r := range results {
+			if r.ID == id {
+				return r
+			}
+		}
+		t.Fatalf("RecoverAndRelaunch: %v, %s not among %+v", err, id, results)
+		return libmaka.RecoveryResult{}
+	}
+
+	if out, err := cli("--policy", deny, "run", "--detach", "--bundle", work, id); err != nil {
+		t.Fatalf("run --detach: %v: %s", err, out)
+	}
+	was := record()
+	if was.Policy.OnViolation != "deny" {
+		t.Fatalf("created under onViolation %q, not deny", was.Policy.OnViolation)
+	}
+	// Under deny the watched call fails and the sandbox lives on.
+	if out, err := cli("exec", id, "unshare", "-U", "true"); err == nil {
+		t.Fatalf("unshare under deny succeeded: %s", out)
+	}
+	if st := status(); st != "running" {
+		t.Fatalf("after a denied call: %q, not running", st)
+	}
+
+	lose()
+	if r := relaunched(m); r.Result != libmaka.Recovered || r.Relaunched != string(libmaka.Running) {
+		t.Fatalf("relaunch under restricted: %+v", r)
+	}
+	now := record()
+	if now.Policy.OnViolation != "kill" || now.Boundary.Profile != "restricted" {
+		t.Fatalf("relaunched under onViolation %q, profile %q: not today's policy", now.Policy.OnViolation, now.Boundary.Profile)
+	}
+	wasLimits, _ := json.Marshal(was.Boundary.Limits)
+	nowLimits, _ := json.Marshal(now.Boundary.Limits)
+	if string(wasLimits) != string(nowLimits) {
+		t.Errorf("limits changed by the relaunch: %s, then %s", wasLimits, nowLimits)
+	}
+	if st := status(); st != "running" {
+		t.Fatalf("relaunched sandbox: %q, not running", st)
+	}
+	// The same call from inside now destroys it: today's policy is the
+	// one enforced, not only the one recorded.
+	if out, err := cli("exec", id, "unshare", "-U", "true"); err == nil {
+		t.Fatalf("unshare under kill succeeded: %s", out)
+	}
+	for i := 0; i < 100 && status() == "running"; i++ {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if st := status(); st != "stopped" {
+		t.Fatalf("after a watched call under kill: %q, not stopped", st)
+	}
+	if out, err := cli("violations", "--format", "json", id); err != nil || !strings.Contains(out, `"unshare"`) {
+		t.Errorf("violations after the kill: %v: %s", err, out)
+	}
+
+	// A policy that no longer allows the boundary: the relaunch is refused,
+	// naming why, and the sandbox is gone with all it had.
+	lose()
+	tp, err := libmaka.ParsePolicy(tight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := Open(Options{Root: m.rt.Root, StateDir: m.rt.StateDir, Policy: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := relaunched(m2)
+	if r.Result != libmaka.Recovered || r.Relaunched != "" || !strings.Contains(r.RelaunchError, "BOUNDARY_REJECTED") || !strings.Contains(r.RelaunchError, "memory") {
+		t.Fatalf("relaunch under a policy that refuses it: %+v", r)
+	}
+	if store, _ := m.rt.Store(false); store != nil {
+		if rec, _ := store.Get(id); rec != nil {
+			t.Error("a refused relaunch left the record")
+		}
+	}
+	for _, p := range []string{filepath.Join(m.rt.Root, id), filepath.Join("/sys/fs/cgroup", was.Boundary.Cgroup.Path)} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("a refused relaunch left %s", p)
+		}
+	}
+	if _, err := m.RecoverAndRelaunch(""); err == nil {
+		t.Error("RecoverAndRelaunch without a monitor program: no error")
+	}
 }

@@ -318,6 +318,35 @@ func (m *Manager) Recover() ([]libmaka.RecoveryResult, error) {
 	return m.rt.Recover(nil)
 }
 
+// RecoverAndRelaunch reaps as Recover does, and creates again each reaped
+// sandbox that was detached (maka create, maka run --detach: after a
+// reboot, or a lost state root) from its recorded boundary, checked again
+// against the Manager's policy, as `maka recover --relaunch` does: a
+// boundary today's policy refuses is not relaunched, and the result's
+// RelaunchError says why (BOUNDARY_REJECTED and its items). A relaunched
+// sandbox is not the Manager's: it lives detached, watched by a monitor
+// process, until `maka delete`. monitor is the program that process runs:
+// maka or maka-monitor (a Go program embedding libmaka cannot be one).
+func (m *Manager) RecoverAndRelaunch(monitor string) ([]libmaka.RecoveryResult, error) {
+	if monitor == "" {
+		return nil, errors.New("relaunch: the monitor program (maka or maka-monitor) is required")
+	}
+	var launched []*Launched
+	results, err := m.rt.Recover(func(op *libmaka.Op, rec *libmaka.ContainerRecord) (libmaka.Status, error) {
+		status, l, err := Relaunch(m.rt, op, rec, m.opts.Policy, []string{monitor}, m.checks)
+		if status == libmaka.Running {
+			launched = append(launched, l)
+		}
+		return status, err
+	})
+	// Their poststart hooks, once no lock is held (a hook may call maka
+	// on the id), as after start.
+	for _, l := range launched {
+		Poststart(l.Container)
+	}
+	return results, err
+}
+
 // BoundaryViolation is the error of a command whose sandbox the monitor
 // destroyed for a violation (or its timeout): Record is what it did, Code()
 // SANDBOX_BOUNDARY_VIOLATION or SANDBOX_TIMEOUT, as the contract document's
