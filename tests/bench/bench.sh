@@ -220,10 +220,12 @@ agent() { # agent RUNTIME ROUND: launch an idle sandbox, run one command, remove
     "$w/bin/toolsandbox" "$w/rootfs" >/dev/null
     return
   fi
-  local e=(exec); [[ $r != maka ]] || e=(exec --timeout 60s)
+  local e=(exec) t0=$EPOCHREALTIME; [[ $r != maka ]] || e=(exec --timeout 60s)
   rt "$r" run -d -b "$w/sleep" "$id" </dev/null >/dev/null &&
-    rt "$r" "${e[@]}" "$id" sh -c 'uname -s > /tmp/report.txt; echo done' >/dev/null &&
-    rt "$r" delete -f "$id"
+    rt "$r" "${e[@]}" "$id" sh -c 'uname -s > /tmp/report.txt; echo done' >/dev/null || return
+  # launch to first reply: what an agent waits before its first answer
+  sample agent-reply "$r" "$2" "$(( (${EPOCHREALTIME/./} - ${t0/./}) ))" 0
+  rt "$r" delete -f "$id"
 }
 par() { # par RUNTIME ROUND: 10 foreground runs at once
   local i pids=() rc=0

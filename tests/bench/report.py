@@ -25,6 +25,7 @@ ROWS = [
     ("delete", "delete", "ms"),
     ("exec", "exec /bin/true", "ms"),
     ("exec-bounded", "exec --timeout /bin/true (maka only)", "ms"),
+    ("agent-reply", "tool call: launch to first reply", "ms"),
     ("agent", "tool call: launch, one command, remove", "ms"),
     ("parallel10", "10 x run in parallel", "ms"),
     ("workload", "run a busybox workload", "ms"),
