@@ -49,6 +49,13 @@ setup_file() {
     }' --argjson mib "$MiB"
   maka_io create --bundle "$BATS_FILE_TMPDIR/unbounded" r-unbounded
 
+  # r-nopids: pids.limit -1 under a policy with no pids ceiling
+  # (maxLimits.pids 0): unlimited, as runc maps it.
+  make_bundle "$BATS_FILE_TMPDIR/nopids" sleep 100
+  update_config "$BATS_FILE_TMPDIR/nopids" '.linux.resources += {pids: {limit: -1}}'
+  echo '{"profile": "baseline", "maxLimits": {"pids": 0}}' > "$BATS_FILE_TMPDIR/nopids.json"
+  maka_io --policy "$BATS_FILE_TMPDIR/nopids.json" create --bundle "$BATS_FILE_TMPDIR/nopids" r-nopids
+
   # r-none: config.json says nothing about limits (only the device rule).
   make_bundle "$BATS_FILE_TMPDIR/none" sleep 100
   maka_io create --bundle "$BATS_FILE_TMPDIR/none" r-none
@@ -127,6 +134,22 @@ expect_file() {
   expect_file "$d" memory.swap.max max
   expect_file "$d" cpu.max "100000 50000"
   expect_file "$d" cpu.weight 59
+}
+
+@test "pids.limit -1 under a policy without a pids ceiling is pids.max max, as runc writes it" {
+  d=$(cgroup_dir_of r-nopids)
+  expect_file "$d" pids.max max
+  # and the contract says so: no pids limit (0)
+  [ "$(cd "$BATS_FILE_TMPDIR/nopids" && maka --policy "$BATS_FILE_TMPDIR/nopids.json" boundary --format json | jq -r '.limits.pids // 0')" = 0 ]
+  # the same -1 under baseline's ceiling (32768) is refused, naming the field
+  run maka --policy "$MAKA_REPO/tests/integration/fixtures/policy-baseline.json" create --bundle "$BATS_FILE_TMPDIR/nopids" r-nopids2
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"linux.resources.pids.limit: unlimited pids are not allowed"* ]]
+  # nothing of it exists (the file's other containers live on)
+  [ ! -e "$MAKA_ROOT/r-nopids2" ]
+  run maka state r-nopids2
+  [ "$status" -ne 0 ]
+  [ -z "$(find /sys/fs/cgroup -name r-nopids2)" ]
 }
 
 @test "a container without limits gets the contract's defaults: 1 GiB, no swap, 256 pids, 2 CPUs" {
