@@ -36,7 +36,7 @@ export VM_TIMEOUT ?= 4200
 DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2 \
 	util-linux procps runc crun python3 socat time \
-	podman conmon containerd containernetworking-plugins uidmap
+	podman conmon containerd containernetworking-plugins uidmap debootstrap
 
 # crictl, Kubernetes' CRI client, for tests/integration/cri.bats: Debian has
 # no package, so it is built from the Go module proxy into build/tools, at
@@ -44,7 +44,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: FORCE all build maka monitor static install dist fixtures crictl capture-specs unit fuzz integration soak test demo bench deps deps-packages lint clean
+.PHONY: FORCE all build maka monitor static install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite images test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -118,6 +118,16 @@ $(FIXTURES)/toolsandbox: FORCE
 	$(GO) build -tags "$(BUILDTAGS)" -o $@ ./examples/toolsandbox
 FORCE:
 
+# The two images runc's integration suite runs on (busybox, Debian bookworm
+# minbase), built offline from Debian's packages once (delete the
+# directory to rebuild): images.bats and `make runc-suite` use them.
+IMAGES_ENV := $(FIXTURES)/images/images.env
+images: $(IMAGES_ENV)
+$(IMAGES_ENV): tests/runc-suite/make-images.sh | $(DEPS_STAMP)
+	mkdir -p $(FIXTURES)/images
+	tests/runc-suite/make-images.sh $(FIXTURES)/images > $@.tmp
+	mv $@.tmp $@
+
 # The escape attempts of violations.bats, copied into the test rootfs there.
 $(FIXTURES)/escape: tests/integration/fixtures/escape.c
 	mkdir -p $(FIXTURES)
@@ -142,7 +152,7 @@ unit: $(DEPS_STAMP)
 # The bats suite: directly on a cgroup v2 host, else spread over throw-away
 # QEMU guests (tests/integration/run.sh; MAKA_GUESTS, default the core count).
 # Every guest's TAP output is kept in build/integration.tap.
-integration: build fixtures crictl
+integration: build fixtures images crictl
 	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES) MAKA_CRICTL=$(CRICTL) MAKA_RUNC=$$(command -v runc || true) \
 		MAKA_CRUN=$$(command -v crun || true) MAKA_INTEGRATION_LOG=$(INTEGRATION_LOG) BATS='$(BATS)' \
 		BATS_FLAGS="--filter-tags '$(INTEGRATION_TAGS)' $(BATS_FLAGS)"; \
@@ -158,6 +168,12 @@ SOAK_TESTS ?= tests/integration/recover.bats tests/integration/userns.bats \
 export MAKA_SOAK_N MAKA_SOAK_PAR MAKA_FAULT_ROUNDS MAKA_FAULT_MAX_MS
 soak: build fixtures crictl
 	$(MAKE) --no-print-directory integration INTEGRATION_TAGS=soak TESTS="$(SOAK_TESTS)"
+
+# runc's own integration suite (its 20 core files, or RUNC_SUITE_FILES)
+# against maka, in one guest; never part of `make test` (most of an hour).
+# Summary in build/runc-suite/summary.txt; see docs/dev/runc-suite.md.
+runc-suite: build images
+	RUNC_SUITE_CACHE=$(FIXTURES)/images tests/runc-suite/run.sh $(RUNC_SUITE_FILES)
 
 # One real container, end to end (in the guest unless this host is cgroup v2).
 demo: build fixtures
