@@ -330,7 +330,7 @@ func execSubCgroup(dir, sub string) (string, error) {
 	}
 	for _, part := range strings.Split(sub, "/") {
 		if part == ".." {
-			return "", fmt.Errorf("--cgroup %q: must stay below the container's cgroup (no ..)", sub)
+			return "", fmt.Errorf("--cgroup %q: bad sub cgroup path: must stay below the container's cgroup (no ..)", sub)
 		}
 	}
 	rel := strings.TrimLeft(filepath.Clean("/"+sub), "/")

@@ -44,7 +44,7 @@ func TestExecSubCgroup(t *testing.T) {
 		}
 	}
 	for in, msg := range map[string]string{
-		"../x":        "must stay below",
+		"../x":        "bad sub cgroup path: must stay below",
 		"a/../../x":   "must stay below",
 		"nosuch":      "no such sub-cgroup",
 		"memory:/a":   "controller-specific",

@@ -126,6 +126,17 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		Started:  io.afterStart,
 		PidFile:  pidFile,
 	})
+	// A poststart hook that failed has stopped the sandbox (s is still
+	// there): it is removed as runc removes it, and run fails with the
+	// hook's error.
+	var postErr error
+	if err != nil && s != nil {
+		postErr, err = err, nil
+		if detach {
+			endForeground(rt, s.Container, false)
+			return 1, postErr
+		}
+	}
 	if err != nil {
 		return 1, err
 	}
@@ -145,6 +156,9 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		}
 	}
 	endForeground(rt, s.Container, c.Bool("keep"))
+	if postErr != nil {
+		return 1, postErr
+	}
 	return status, werr
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -57,10 +58,15 @@ EXAMPLE:
 			return nil
 		}
 		if format == "json" {
-			return printJSON(states)
+			// One line, as runc's json.Encoder writes it (its suite
+			// matches the line; state, like runc's, is indented).
+			return json.NewEncoder(os.Stdout).Encode(states)
 		}
-		// runc's layout; CREATED (4) is never broken.
+		// runc's layout; CREATED (4) is never broken. Wrapped to fit
+		// 80 columns only on a terminal: to a pipe or a file, one line per
+		// container, as runc prints it, for the scripts that read it.
 		w := newTable(12, 3, 4)
+		w.noWrap = !isTerminal(os.Stdout)
 		w.row("ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER")
 		for _, s := range states {
 			status := string(s.Status)

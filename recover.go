@@ -8,6 +8,7 @@ import (
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
+	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 )
 
@@ -68,7 +69,9 @@ EXAMPLE:
 		// The relaunched sandboxes' poststart hooks, once no lock is held
 		// (a hook may call maka on the id), as after start.
 		for _, ctr := range poststart {
-			sandbox.Poststart(ctr)
+			if err := sandbox.Poststart(ctr); err != nil {
+				logrus.Warnf("recover: %v (the relaunched container is stopped)", err)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("recover: %w", err)

@@ -49,7 +49,8 @@ EXAMPLE:
 			return err
 		}
 		op.End()
-		sandbox.Poststart(ctr)
-		return nil
+		// A failing poststart hook stops the container (runc's start
+		// does the same); it stays, stopped, for delete.
+		return sandbox.Poststart(ctr)
 	},
 }

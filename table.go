@@ -2,8 +2,11 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 )
 
 // tableWidth is the width every table of maka's fits in: a terminal's
@@ -25,6 +28,10 @@ type table struct {
 	// hang indents a cell's continuation lines further, so that in a
 	// list of long items (boundary's verdict) each item's start stands out.
 	hang int
+	// noWrap: one line per row whatever its width, as tabwriter printed
+	// it (list to a pipe: scripts, runc's own suite among them, read one
+	// container per line).
+	noWrap bool
 }
 
 func newTable(minWidth, padding int, keep ...int) *table {
@@ -71,11 +78,11 @@ func (t *table) write(w io.Writer) error {
 		}
 		return n
 	}
-	if total() > tableWidth {
+	if !t.noWrap && total() > tableWidth {
 		// Room first, before any value is broken.
 		minWidth = 0
 	}
-	for total() > tableWidth {
+	for !t.noWrap && total() > tableWidth {
 		widest := -1
 		for i := range cols {
 			if t.keep[i] || text[i] <= columnFloor {
@@ -99,7 +106,10 @@ func (t *table) write(w io.Writer) error {
 			if i < len(r) {
 				c = r[i]
 			}
-			cells[i] = wrapCell(c, text[i], t.hang)
+			cells[i] = []string{c}
+			if !t.noWrap {
+				cells[i] = wrapCell(c, text[i], t.hang)
+			}
 			lines = max(lines, len(cells[i]))
 		}
 		for l := range lines {
@@ -181,4 +191,10 @@ func wrapCell(s string, width, hang int) []string {
 		flush()
 	}
 	return lines
+}
+
+// isTerminal reports whether f is a terminal (TCGETS answers).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

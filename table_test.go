@@ -147,3 +147,23 @@ func TestWrapCell(t *testing.T) {
 		}
 	}
 }
+
+// noWrap (list to a pipe): one line per row, runc's layout, however wide.
+func TestTableNoWrapKeepsOneLinePerRow(t *testing.T) {
+	bundle := "/tmp/bats-run-ZjuBGJ/runc.cjyCvo/a/very/long/bundle/path/that/passes/eighty/columns"
+	tb := newTable(12, 3, 4)
+	tb.noWrap = true
+	tb.row("ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER")
+	tb.row("test_box1", "2372", "running", bundle, "2026-12-02T01:20:00.153955537Z", "root")
+	lines := strings.Split(strings.TrimSuffix(render(t, tb), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	if f := strings.Fields(lines[1]); len(f) != 6 || f[3] != bundle {
+		t.Errorf("row not whole: %q", lines[1])
+	}
+	// Columns still line up as tabwriter's: BUNDLE's header over the path.
+	if strings.Index(lines[0], "BUNDLE") != strings.Index(lines[1], bundle) {
+		t.Errorf("columns do not line up:\n%s\n%s", lines[0], lines[1])
+	}
+}

@@ -90,6 +90,12 @@ EXAMPLE:
 			return fmt.Errorf("update %s: %w", ctr.ID(), err)
 		}
 		mergeResources(config.Cgroups.Resources, cg.Resources)
+		// runc's memory.checkBeforeUpdate: a memory limit below what the
+		// container uses now is refused instead of reclaiming (stricter
+		// only); kept in the container's config until changed, as runc.
+		if r.Memory != nil && r.Memory.CheckBeforeUpdate != nil {
+			config.Cgroups.MemoryCheckBeforeUpdate = *r.Memory.CheckBeforeUpdate
+		}
 		// The checked values, exactly: memory+swap from the contract's
 		// swap when only the memory changes, never an unset swap.
 		next.apply(config.Cgroups.Resources)
@@ -301,6 +307,12 @@ func mergeResources(cur, upd *cgroups.Resources) {
 	}
 	if upd.CPUIdle != nil {
 		cur.CPUIdle = upd.CPUIdle
+		// As runc: an idle change without shares does not write
+		// cpu.weight again (the kernel refuses a weight on an idle
+		// cgroup: EINVAL, half-way through the update).
+		if upd.CpuShares == 0 && upd.CpuWeight == 0 {
+			cur.CpuShares, cur.CpuWeight = 0, 0
+		}
 	}
 	if upd.CpusetCpus != "" {
 		cur.CpusetCpus = upd.CpusetCpus

@@ -110,7 +110,8 @@ func checkUpdate(p *libmaka.Policy, cur enforced, r *specs.LinuxResources, name 
 		}
 		// OCI's swap is memory+swap; the contract's (and the ceiling's)
 		// is the swap alone. Without a swap value the contract's swap
-		// stays what it was, whatever the memory becomes.
+		// stays what it was, whatever the memory becomes (but for
+		// unlimited memory, below).
 		if m.Swap != nil {
 			switch s := *m.Swap; {
 			case s < -1:
@@ -133,6 +134,13 @@ func checkUpdate(p *libmaka.Policy, cur enforced, r *specs.LinuxResources, name 
 					next.Swap = beyond
 				}
 			}
+		}
+		if m.Limit != nil && *m.Limit == -1 && m.Swap == nil && next.Memory == -1 && ceil.Swap < 0 {
+			// As runc (libcontainer on cgroup v2): unlimited memory
+			// without a swap value lifts the swap limit too, where the
+			// policy allows unlimited swap; under a swap ceiling the
+			// contract's swap stays.
+			next.Swap = -1
 		}
 		if next.Memory == -1 && next.Swap == 0 {
 			// libcontainer reads memory+swap 0 as "unset" and, with

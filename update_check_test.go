@@ -156,6 +156,19 @@ func TestCheckUpdateAccepts(t *testing.T) {
 	if len(items) != 1 || !strings.Contains(items[0].Message, "without swap") {
 		t.Errorf("items = %v", items)
 	}
+	// Unlimited memory without a swap value lifts the swap limit too, as
+	// runc does, where the policy allows unlimited swap (runc's
+	// update.bats: --memory -1 after --memory-swap).
+	withSwap := enforced{Memory: 50 * mib, Swap: 42 * mib, Pids: -1, Quota: -1, Period: defaultCPUPeriod}
+	next, items = checkUpdate(free, withSwap, resources(t, `{"memory": {"limit": -1}}`), fromResources)
+	if len(items) > 0 || next.Memory != -1 || next.Swap != -1 {
+		t.Errorf("memory -1 under no swap ceiling: items %v, memory %d swap %d, want both unlimited", items, next.Memory, next.Swap)
+	}
+	// Under a swap ceiling the contract's swap stays.
+	next, items = checkUpdate(mustPolicy(t, `{"profile": "baseline", "maxLimits": {"memory": 0, "swap": 1073741824}}`), withSwap, resources(t, `{"memory": {"limit": -1}}`), fromResources)
+	if len(items) > 0 || next.Memory != -1 || next.Swap != 42*mib {
+		t.Errorf("memory -1 under a swap ceiling: items %v, memory %d swap %d, want swap kept", items, next.Memory, next.Swap)
+	}
 }
 
 // The republished contract and its relaunch spec say what is enforced.

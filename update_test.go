@@ -29,3 +29,20 @@ func TestValidBlkioWeight(t *testing.T) {
 		}
 	}
 }
+
+// An idle change alone leaves cpu.weight unwritten, as runc does: the
+// kernel refuses a weight on an idle cgroup (runc's update.bats "update
+// cgroup cpu.idle" on a container created with shares).
+func TestMergeResourcesIdleWithoutShares(t *testing.T) {
+	one := int64(1)
+	cur := &cgroups.Resources{CpuShares: 100, CpuWeight: 4}
+	mergeResources(cur, &cgroups.Resources{CPUIdle: &one})
+	if cur.CpuWeight != 0 || cur.CpuShares != 0 || cur.CPUIdle == nil || *cur.CPUIdle != 1 {
+		t.Errorf("idle alone: weight %d shares %d idle %v", cur.CpuWeight, cur.CpuShares, cur.CPUIdle)
+	}
+	cur = &cgroups.Resources{CpuShares: 100, CpuWeight: 4}
+	mergeResources(cur, &cgroups.Resources{CPUIdle: &one, CpuShares: 200, CpuWeight: 8})
+	if cur.CpuWeight != 8 {
+		t.Errorf("idle with shares: weight %d, want 8", cur.CpuWeight)
+	}
+}

@@ -8,12 +8,11 @@ import (
 	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// RunHooksAll runs OCI hooks in order with the container state on stdin.
-// It runs every hook even when some fail (poststart: the runtime spec says a
-// failure is a warning and the remaining hooks run) and returns one error
-// per failed hook. The other hooks are run by libcontainer.
-func RunHooksAll(kind string, hooks []specs.Hook, state *specs.State) []error {
-	var errs []error
+// RunHooks runs OCI hooks in order with the container state on stdin and
+// stops at the first that fails, in runc's words ("error running poststart
+// hook #1: ..."). maka runs the poststart hooks this way; libcontainer runs
+// the others.
+func RunHooks(kind string, hooks []specs.Hook, state *specs.State) error {
 	for i, h := range hooks {
 		cmd := &configs.Command{Path: h.Path, Args: h.Args, Env: h.Env}
 		if h.Timeout != nil {
@@ -21,8 +20,8 @@ func RunHooksAll(kind string, hooks []specs.Hook, state *specs.State) []error {
 			cmd.Timeout = &d
 		}
 		if err := configs.NewCommandHook(cmd).Run(state); err != nil {
-			errs = append(errs, fmt.Errorf("%s hook #%d (%s): %w", kind, i, h.Path, err))
+			return fmt.Errorf("error running %s hook #%d: %w", kind, i, err)
 		}
 	}
-	return errs
+	return nil
 }

@@ -272,6 +272,11 @@ func (op *Op) BuildRoot(b *Boundary) error {
 func coveredDirs(b *Boundary) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range b.Mounts {
+		if slices.Contains(m.Options, "tmpcopyup") {
+			// Its tmpfs starts as a copy of what it covers: the root's
+			// entry is bound, content and all.
+			continue
+		}
 		d := strings.TrimLeft(filepath.Clean("/"+m.Destination), "/")
 		if d != "" {
 			out[d] = true

@@ -235,3 +235,37 @@ func TestIDMapSupport(t *testing.T) {
 		t.Fatalf("mountinfo: %v %v", mounts, err)
 	}
 }
+
+// A tmpfs with tmpcopyup starts as a copy of the directory it covers: the
+// scaffold binds the root's directory there, content and all, instead of
+// an empty one (runc's mounts.bats "tmpcopyup").
+func TestBuildRootTmpcopyup(t *testing.T) {
+	rt, _ := testStore(t)
+	root := imageRoot(t)
+	if err := os.MkdirAll(filepath.Join(root, "dir1/dir2"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	op, err := rt.Begin("s", "create")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.End()
+	b := &Boundary{
+		Rootfs: Rootfs{Path: root, Readonly: true, Missing: []string{"run"}},
+		Mounts: []specs.Mount{{Destination: "/dir1", Type: "tmpfs", Options: []string{"tmpcopyup"}}, {Destination: "/tmp", Type: "tmpfs"}, {Destination: "/run", Type: "tmpfs"}},
+	}
+	if err := op.BuildRoot(b); err != nil {
+		t.Fatal(err)
+	}
+	var binds []string
+	for _, m := range b.Rootfs.Binds {
+		binds = append(binds, m.Destination)
+	}
+	// Bound, or (holding only empty directories) re-created with them.
+	if _, err := os.Stat(filepath.Join(b.Rootfs.Scaffold, "dir1/dir2")); err != nil && !slices.Contains(binds, "/dir1") {
+		t.Errorf("binds %v, %v: /dir1 (tmpcopyup) neither bound nor re-created with its content", binds, err)
+	}
+	if slices.Contains(binds, "/tmp") {
+		t.Errorf("binds %v: /tmp (covered, empty) bound", binds)
+	}
+}

@@ -38,7 +38,24 @@ func LoadSpec(bundle string) (*specs.Spec, error) {
 		}
 		return nil, fmt.Errorf("bundle %s: %w", bundle, err)
 	}
-	return ParseSpec(path, data)
+	spec, err := ParseSpec(path, data)
+	if err != nil {
+		return nil, err
+	}
+	// "Path values for bind mounts are either absolute or relative to the
+	// bundle" (runtime spec; runc resolves them from the bundle, its
+	// working directory): made absolute here, so that every check sees
+	// the host path the bind will take.
+	abs, err := filepath.Abs(bundle)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", bundle, err)
+	}
+	for i := range spec.Mounts {
+		if m := &spec.Mounts[i]; isBind(m) && m.Source != "" && !filepath.IsAbs(m.Source) {
+			m.Source = filepath.Join(abs, m.Source)
+		}
+	}
+	return spec, nil
 }
 
 // ParseSpec decodes a config.json document; name is used in errors.

@@ -52,6 +52,32 @@ func TestLoadSpecErrors(t *testing.T) {
 	}
 }
 
+// A relative bind source is the bundle's (runtime spec, runc): LoadSpec
+// makes it absolute, so that the policy checks the host path the bind
+// takes; other mounts' sources (tmpfs, proc) are names, left alone.
+func TestLoadSpecRelativeBindSources(t *testing.T) {
+	dir := t.TempDir()
+	doc := `{"ociVersion": "1.0.0", "mounts": [
+		{"destination": "/a", "type": "bind", "source": "."},
+		{"destination": "/b", "source": "./config.json", "options": ["rbind", "ro"]},
+		{"destination": "/c", "type": "bind", "source": "/abs"},
+		{"destination": "/d", "type": "tmpfs", "source": "tmpfs"},
+		{"destination": "/e", "type": "none", "source": "../up", "options": ["bind"]}]}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadSpec(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{dir, filepath.Join(dir, "config.json"), "/abs", "tmpfs", filepath.Join(filepath.Dir(dir), "up")}
+	for i, m := range s.Mounts {
+		if m.Source != want[i] {
+			t.Errorf("mounts[%d].source = %q, want %q", i, m.Source, want[i])
+		}
+	}
+}
+
 func TestValidateNamesFields(t *testing.T) {
 	s := exampleSpec(t)
 	s.Version = ""

@@ -62,6 +62,17 @@ func PlanRoot(b *libmaka.Boundary, policy *libmaka.Policy) error {
 		return err
 	}
 	b.Rootfs.Missing, b.Rootfs.MissingFiles = dirs, regular
+	// A tmpfs whose mount point the root lacks gets tmpfs's own default
+	// mode, as under runc (1777: a sandbox user other than root can
+	// write there), not the 0755 of the directory maka makes for it,
+	// which libcontainer would copy.
+	for i := range b.Mounts {
+		m := &b.Mounts[i]
+		d := strings.TrimLeft(filepath.Clean("/"+m.Destination), "/")
+		if m.Type == "tmpfs" && slices.Contains(dirs, d) && !slices.ContainsFunc(m.Options, func(o string) bool { return strings.HasPrefix(o, "mode=") }) {
+			m.Options = append(m.Options, "mode=1777")
+		}
+	}
 	if b.Users.Namespace && policy.Rootless == nil {
 		b.Rootfs.IDMapped, _ = libmaka.IDMapSupport(b.Rootfs.Path)
 	}

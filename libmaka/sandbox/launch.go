@@ -98,7 +98,10 @@ func Run(rt *libmaka.Runtime, l Launch) (*Launched, error) {
 	op.End()
 	if err == nil && l.Start {
 		// After the lock is released: a hook may call maka on the id.
-		s.Poststart()
+		// A failing hook has stopped the sandbox: s is still returned,
+		// for the caller to end it as it ends a sandbox whose process
+		// exited.
+		err = s.Poststart()
 	}
 	return s, err
 }
@@ -191,9 +194,9 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	return s, nil
 }
 
-// Poststart runs the poststart hooks once the user process has started.
-// The runtime spec says a failing poststart hook is logged and ignored.
-func (s *Launched) Poststart() { Poststart(s.Container) }
+// Poststart runs the poststart hooks once the user process has started
+// (see the function Poststart).
+func (s *Launched) Poststart() error { return Poststart(s.Container) }
 
 // Finish stops an attached sandbox's monitor once its process has exited
 // (before its cgroup goes) and returns why the monitor killed the sandbox,
@@ -207,21 +210,25 @@ func (s *Launched) Finish() error {
 }
 
 // Poststart runs ctr's poststart hooks (after start, the id's lock
-// released); failures are logged.
-func Poststart(ctr *libmaka.Container) {
+// released). As the runtime spec (1.3: "the runtime MUST generate an
+// error, stop the container") and runc: the first hook that fails is the
+// error, the hooks after it do not run, and the sandbox's processes are
+// killed; it stays, stopped, for its caller to remove.
+func Poststart(ctr *libmaka.Container) error {
 	if len(ctr.Record.Poststart) == 0 {
-		return
+		return nil
 	}
 	st, err := ctr.OCIState()
+	if err == nil {
+		err = libmaka.RunHooks("poststart", ctr.Record.Poststart, st)
+	}
 	if err != nil {
-		logrus.Warnf("container %s: poststart hooks: %v", ctr.ID(), err)
-		return
+		if kerr := ctr.Kill(KillTimeout); kerr != nil {
+			logrus.Warn(kerr)
+		}
+		return fmt.Errorf("container %s: %w", ctr.ID(), err)
 	}
-	// "the remaining hooks and lifecycle continue as if the hook had
-	// succeeded": one failure does not skip the hooks after it.
-	for _, err := range libmaka.RunHooksAll("poststart", ctr.Record.Poststart, st) {
-		logrus.Warnf("container %s: %v", ctr.ID(), err)
-	}
+	return nil
 }
 
 // Destroy kills and removes a container (a failed launch, a foreground

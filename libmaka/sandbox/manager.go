@@ -18,6 +18,7 @@ import (
 	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
 )
 
 // Defaults of a Manager's commands and transfers, as the bubblewrap backend
@@ -237,7 +238,7 @@ func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *ownerLock, 
 		ID: id, Bundle: bundle, Boundary: b, Policy: policy,
 		Command: "launch", Start: true, Attached: true, Process: p,
 	})
-	if err != nil {
+	if launched == nil {
 		return nil, err
 	}
 	s := &Sandbox{m: m, launched: launched, initDone: make(chan struct{}), slot: make(chan struct{}, 1), owner: owner, digest: digest}
@@ -246,6 +247,13 @@ func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *ownerLock, 
 		_, _ = p.Wait()
 		close(s.initDone)
 	}()
+	if err != nil {
+		// A poststart hook failed and stopped the sandbox: remove it.
+		if derr := s.Destroy(); derr != nil {
+			logrus.Warn(derr)
+		}
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -342,7 +350,9 @@ func (m *Manager) RecoverAndRelaunch(monitor string) ([]libmaka.RecoveryResult, 
 	// Their poststart hooks, once no lock is held (a hook may call maka
 	// on the id), as after start.
 	for _, l := range launched {
-		Poststart(l.Container)
+		if err := Poststart(l.Container); err != nil {
+			logrus.Warnf("recover: %v (the relaunched sandbox is stopped)", err)
+		}
 	}
 	return results, err
 }

@@ -148,7 +148,7 @@ JSON
   [ "$output" = "0::/sub" ]
   run maka exec --cgroup ../.. ex true
   [ "$status" -ne 0 ]
-  [[ "$output" == *'--cgroup "../..": must stay below the container'* ]]
+  [[ "$output" == *'--cgroup "../..": bad sub cgroup path: must stay below the container'* ]]
   run maka exec --cgroup nosuch ex true
   [ "$status" -ne 0 ]
   [[ "$output" == *'--cgroup "nosuch": no such sub-cgroup'* ]]

@@ -157,12 +157,21 @@ gone() {
   [ "$status" -eq 0 ]
   [ -z "$stderr" ]
   [ "$(head -n1 <<<"$output" | tr -s ' ')" = "ID PID STATUS BUNDLE CREATED OWNER" ]
-  # The table fits 80 columns: a long bundle path continues on the next
-  # lines under its column (broken after a '/'), the rest stays on the
-  # container's first line.
+  # To a pipe: one line per container, as runc prints it (scripts, runc's
+  # own suite among them, read it so), however long the bundle path.
+  [ "${#lines[@]}" -eq 2 ]
+  [ "$(sed -n 2p <<<"$output" | awk '{print $1, $2, $3, $4, $5, $6}')" = "lc-state $pid created $b $created $(id -un)" ]
+  # On a terminal the table fits 80 columns: a long bundle path continues
+  # on the next lines under its column (broken after a '/'), the rest stays
+  # on the container's first line.
+  run script -qec "$MAKA_BINARY --root $MAKA_ROOT --state-dir $MAKA_STATE_DIR list" /dev/null
+  [ "$status" -eq 0 ]
+  output=$(tr -d '\r' <<<"$output")
+  echo "$output"
   [ -z "$(awk 'length > 80' <<<"$output")" ]
   [ "$(sed -n 2p <<<"$output" | awk '{print $1, $2, $3, $5, $6}')" = "lc-state $pid created $created $(id -un)" ]
   [ "$(sed -n '2,$p' <<<"$output" | awk 'NR == 1 {printf "%s", $4; next} {printf "%s", $1}')" = "$b" ]
+  [ -n "$(sed -n '3,$p' <<<"$output")" ]
   [ -z "$(sed -n '3,$p' <<<"$output" | grep -v '^ ')" ]
   run --separate-stderr maka list -q
   [ "$status" -eq 0 ]
@@ -170,6 +179,9 @@ gone() {
   run --separate-stderr maka list --format json
   [ "$status" -eq 0 ]
   [ -z "$stderr" ]
+  # one line, as runc's encoder writes it
+  [ "${#lines[@]}" -eq 1 ]
+  [[ "$output" == '[{"ociVersion":'* ]]
   [ "$(jq -r 'type' <<<"$output")" = array ]
   [ "$(jq -cS '.' <<<"$output")" = "$(jq -cS '[.]' <<<"$st")" ]
 

@@ -334,3 +334,36 @@ EOF
   [[ "$output" == *"not running"* ]]
   teardown_container u-stopped
 }
+
+@test "as runc under a policy without ceilings: --memory -1 after a swap limit lifts both; memory.checkBeforeUpdate refuses a limit below the usage; cpu.idle alone on a container with shares does not write cpu.weight (the kernel refuses it on an idle cgroup)" {
+  echo '{"profile": "baseline", "maxLimits": {"memory": 0, "swap": -1, "pids": 0, "cpus": 0}}' > "$BATS_TEST_TMPDIR/free.json"
+  make_bundle "$BATS_TEST_TMPDIR/f" sh -c 'trap "exit 0" TERM; sleep 1000 & wait'
+  update_config "$BATS_TEST_TMPDIR/f" '.linux.resources += {memory: {limit: (32 * $mib)}, cpu: {shares: 100}}' --argjson mib "$MiB"
+  maka_io --policy "$BATS_TEST_TMPDIR/free.json" run -d --bundle "$BATS_TEST_TMPDIR/f" u-free
+  wait_for_status u-free running
+  local d
+  d=$(cgroup_dir_of u-free)
+  run maka update u-free --memory 52428800 --memory-swap 96468992
+  [ "$status" -eq 0 ]
+  [ "$(cat "$d/memory.swap.max")" = $((96468992 - 52428800)) ]
+  run maka update u-free --memory -1
+  [ "$status" -eq 0 ]
+  [ "$(cat "$d/memory.max")" = max ]
+  [ "$(cat "$d/memory.swap.max")" = max ]
+  # memory.checkBeforeUpdate: a limit below the usage is refused, not
+  # applied (the container runs on, memory.max unchanged).
+  run maka update -r - u-free <<<'{"memory": {"limit": 1024, "checkBeforeUpdate": true}}'
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"rejecting memory limit"* ]]
+  [ "$(cat "$d/memory.max")" = max ]
+  [ "$(maka state u-free | jq -r .status)" = running ]
+  local v
+  for v in 1 0 1; do
+    run maka update -r - u-free <<<"{\"cpu\": {\"idle\": $v}}"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(cat "$d/cpu.idle")" = "$v" ]
+  done
+  teardown_container u-free
+}

@@ -21,7 +21,9 @@
 # Environment: RUNC_SUITE_WORK (build/runc-suite), RUNC_SUITE_CACHE
 # (build/fixtures/images, as `make images`), RUNC_SUITE_RUNC (another runtime binary to
 # run the suite against instead of maka, e.g. /usr/sbin/runc, for the
-# side-by-side figure), VM_TIMEOUT (10800 s).
+# side-by-side figure), RUNC_SUITE_VM_TIMEOUT (the guest's, 10800 s; make's
+# VM_TIMEOUT is for the bats suite), MAKA_RUNC_SUITE_FILE_TIMEOUT (a file's,
+# 1800 s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -47,6 +49,31 @@ mkdir -p "$work/bin"
 # (some need modules maka does not depend on, urfave/cli v1 among them).
 cp -r "$mod" "$work/runc"
 chmod -R u+w "$work/runc"
+
+# Two adaptations of the suite, for reasons that are not the runtime's (the
+# same for every runtime run through this script):
+#  1. setup_recvtty starts recvtty in the background and returns at once;
+#     under emulation a test's first command can dial the console socket
+#     before recvtty listens ("connect: no such file or directory"), whatever
+#     the runtime. Wait for the socket (at most 10 s), as maka's tests do.
+#  2. create.bats' fd-leak test allows the runtime's sealed binary by runc's
+#     name (/runc, the overlayfs reference of CVE-2019-5736's fix); the same
+#     descriptor is named /maka under maka.
+patch() { # patch FILE FROM TO: exactly one replacement, or fail
+  python3 - "$@" <<'PY'
+import sys
+f, old, new = sys.argv[1:4]
+s = open(f).read()
+if s.count(old) != 1:
+    sys.exit("runc-suite: cannot adapt %s: %r found %d times" % (f, old, s.count(old)))
+open(f, "w").write(s.replace(old, new))
+PY
+}
+suite=$work/runc/tests/integration
+patch "$suite/helpers.bash" '"$TESTBINDIR/recvtty" --pid-file "$dir/pid" --mode null "$CONSOLE_SOCKET" &) &' \
+  '"$TESTBINDIR/recvtty" --pid-file "$dir/pid" --mode null "$CONSOLE_SOCKET" &) &
+	local i; for i in $(seq 100); do [ -S "$CONSOLE_SOCKET" ] && break; sleep 0.1; done # maka: wait for it'
+patch "$suite/create.bats" 'grep -Ex "/runc" <<<"$target"' 'grep -Ex "/(runc|maka)" <<<"$target"'
 
 # The helper programs, as runc's `make test-binaries` builds them
 # (seccompagent needs libseccomp: the seccomp tag, as maka's build).
@@ -78,7 +105,7 @@ fi
 chmod +x "$work/bin/maka-runc"
 
 echo "runc-suite: runc $ver's tests/integration against ${runc:-maka ($("$maka" --version | head -1))}: ${files[*]}"
-VM_SHARE=$work VM_TIMEOUT=${VM_TIMEOUT:-10800} "$repo/tests/vm/run.sh" bash "$here/guest.sh" "$work" "${files[@]}" || true
+VM_SHARE=$work VM_TIMEOUT=${RUNC_SUITE_VM_TIMEOUT:-10800} "$repo/tests/vm/run.sh" bash "$here/guest.sh" "$work" "${files[@]}" || true
 
 # The count: a skipped test is not a pass.
 total_ok=0 total_nok=0 total_skip=0
