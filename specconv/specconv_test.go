@@ -3,6 +3,7 @@ package specconv
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -75,6 +76,35 @@ func TestLoadSpecRelativeBindSources(t *testing.T) {
 		if m.Source != want[i] {
 			t.Errorf("mounts[%d].source = %q, want %q", i, m.Source, want[i])
 		}
+	}
+}
+
+// The most hostile relative source climbs out of the bundle to a
+// sensitive host path: resolved, it is checked as that path and refused,
+// naming the field, as the absolute form is.
+func TestRelativeBindSourceToHostPathRefused(t *testing.T) {
+	dir := t.TempDir()
+	s := exampleSpec(t)
+	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/x", Type: "bind", Source: strings.Repeat("../", 40) + "etc", Options: []string{"rbind", "ro"}})
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadSpec(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := len(loaded.Mounts) - 1
+	if loaded.Mounts[i].Source != "/etc" {
+		t.Fatalf("source %q, want /etc", loaded.Mounts[i].Source)
+	}
+	_, err = ToBoundary(loaded, policy(t, "baseline"))
+	field := fmt.Sprintf("mounts[%d].source", i)
+	if err == nil || !strings.Contains(err.Error(), field) || !strings.Contains(err.Error(), "/etc") {
+		t.Fatalf("err = %v, want a refusal naming %s and /etc", err, field)
 	}
 }
 
