@@ -100,6 +100,8 @@ func boundaryVerdict(c *cli.Context) (bool, error) {
 			return false, err
 		} else if err := sandbox.PlanRoot(b, eff); err != nil {
 			return false, err
+		} else {
+			sandbox.DeclareHome(b)
 		}
 	}
 	// The verdict is the policy's; a host that could not run it anyway is
@@ -224,7 +226,11 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		caps = "none"
 	}
 	row("capabilities", "%s; no_new_privs %v", caps, b.Process.NoNewPrivileges)
-	row("env", "%s", strings.Join(b.Process.Env, " "))
+	env := strings.Join(b.Process.Env, " ")
+	if b.Process.HomeAdded {
+		env += " (HOME added by maka from the root's /etc/passwd, as runc adds it)"
+	}
+	row("env", "%s", env)
 	var ns []string
 	for _, n := range b.Namespaces {
 		s := n.Type

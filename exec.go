@@ -139,6 +139,7 @@ func execProcess(c *cli.Context) (int, error) {
 			return 1, err
 		}
 	}
+	ps.Env = sandbox.ExecHome(ps.Env, ctr.Record.Boundary, ps.User.UID, c.String("process") == "", c.StringSlice("env"))
 	if pol != nil {
 		if err := specconv.CheckExec(ps, pol, ctr.Record.Boundary); err != nil {
 			return 1, err
@@ -150,6 +151,9 @@ func execProcess(c *cli.Context) (int, error) {
 	}
 	process, err := specconv.NewProcess(ps, false)
 	if err != nil {
+		if path := c.String("process"); path != "" {
+			return 1, fmt.Errorf("--process %s: %w", path, err)
+		}
 		return 1, err
 	}
 	process.LogLevel = strconv.Itoa(int(logrus.GetLevel()))

@@ -150,11 +150,15 @@ type Limits struct {
 
 // Process is the sandboxed program and the identity it runs with.
 type Process struct {
-	Args            []string `json:"args"`
-	Cwd             string   `json:"cwd"`
-	UID             uint32   `json:"uid"`
-	GID             uint32   `json:"gid"`
-	Env             []string `json:"env"`
+	Args []string `json:"args"`
+	Cwd  string   `json:"cwd"`
+	UID  uint32   `json:"uid"`
+	GID  uint32   `json:"gid"`
+	Env  []string `json:"env"`
+	// HomeAdded: process.env declared no HOME (or an empty one), and Env's
+	// HOME is the one maka added, as libcontainer would: the user's home
+	// in the root's /etc/passwd, else /.
+	HomeAdded       bool     `json:"homeAdded,omitempty"`
 	Capabilities    []string `json:"capabilities"`
 	NoNewPrivileges bool     `json:"noNewPrivileges"`
 	Terminal        bool     `json:"terminal"`

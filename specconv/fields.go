@@ -45,7 +45,7 @@ var fieldClasses = []FieldClass{
 	{"process.user.username", Ignored, false, "Windows only"},
 	{"process.args", Modelled, false, ""},
 	{"process.commandLine", Refused, false, "Windows only"},
-	{"process.env", Modelled, false, "only what is declared; nothing is added"},
+	{"process.env", Modelled, false, "as declared, one entry per name (the last); HOME, when missing or empty, added to the contract from the root's /etc/passwd, as runc adds it"},
 	{"process.cwd", Modelled, false, "must exist in the root"},
 	{"process.capabilities", Modelled, true, "each name checked against the policy's capabilities"},
 	{"process.rlimits", Modelled, true, "RLIMIT_RTPRIO and RLIMIT_RTTIME above 0 and RLIMIT_NICE above 20 are refused (real-time scheduling, priority above the host's)"},

@@ -142,6 +142,19 @@ func validateProcess(field string, p *specs.Process) []string {
 	} else if !filepath.IsAbs(p.Cwd) {
 		errs = append(errs, fmt.Sprintf("%s.cwd: %q is not an absolute path", field, p.Cwd))
 	}
+	// libcontainer would refuse these inside the container's init, after
+	// the cgroup and namespaces exist: refuse them first, naming the entry.
+	for i, kv := range p.Env {
+		name, _, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Sprintf("%s.env[%d]: %q is not NAME=value", field, i, kv))
+		case name == "":
+			errs = append(errs, fmt.Sprintf("%s.env[%d]: %q has an empty name", field, i, kv))
+		case strings.IndexByte(kv, 0) >= 0:
+			errs = append(errs, fmt.Sprintf("%s.env[%d]: the variable %q contains a NUL byte", field, i, name))
+		}
+	}
 	for i, rl := range p.Rlimits {
 		if _, ok := rlimitTypes[rl.Type]; !ok {
 			errs = append(errs, fmt.Sprintf("%s.rlimits[%d].type: unknown rlimit %q", field, i, rl.Type))

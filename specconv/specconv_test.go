@@ -114,14 +114,20 @@ func TestValidateNamesFields(t *testing.T) {
 	s.Process.Args = nil
 	s.Process.Cwd = "relative"
 	s.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_BOGUS"}}
+	// What libcontainer would refuse only inside the init, after the cgroup.
+	s.Process.Env = []string{"PATH=/bin", "NOEQUALS", "=x", "A=b\x00c", "EMPTY="}
 	err := Validate(s)
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	for _, field := range []string{"ociVersion", "process.args", "process.cwd", "process.rlimits[0].type"} {
+	for _, field := range []string{"ociVersion", "process.args", "process.cwd", "process.rlimits[0].type",
+		`process.env[1]: "NOEQUALS" is not NAME=value`, `process.env[2]: "=x" has an empty name`, `process.env[3]: the variable "A" contains a NUL byte`} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("error %q does not name %s", err, field)
 		}
+	}
+	if strings.Contains(err.Error(), "env[0]") || strings.Contains(err.Error(), "env[4]") {
+		t.Errorf("error %q names a well-formed entry", err)
 	}
 	if err := Validate(&specs.Spec{Version: "1.0.0"}); err == nil || !strings.Contains(err.Error(), "root.path") || !strings.Contains(err.Error(), "process: must be set") {
 		t.Errorf("empty spec: err = %v", err)

@@ -36,6 +36,7 @@ func Compile(spec *specs.Spec, policy *libmaka.Policy, id, dir string, never []s
 	if err := PlanRoot(b, policy); err != nil {
 		return nil, nil, err
 	}
+	DeclareHome(b)
 	// A sandbox with a user namespace on a host without them: the same
 	// line as maka check's.
 	if err := libmaka.HostUnfit(checks, b.Users.Namespace); err != nil {
@@ -134,8 +135,9 @@ func mountpointsInRoot(b *libmaka.Boundary) (dests, fields []string, files []boo
 
 // Recompile checks a recorded boundary against today's policy (recover
 // --relaunch): the document it stands for (specconv.SpecOf), without what
-// create placed (leased ids, the scaffold, maka's own cgroup path, which
-// today's policy places again), compiled as config.json would be. A
+// create placed (leased ids, the scaffold, maka's own cgroup path, the
+// HOME it added, which today's policy places again), compiled as
+// config.json would be. A
 // boundary today's policy refuses is refused (*specconv.RejectedError); an
 // allowed one gets today's defaults (onViolation, the timeout, limits).
 func Recompile(b *libmaka.Boundary, was, policy *libmaka.Policy, id, dir string, never []string, checks []libmaka.HostCheck) (*libmaka.Boundary, *libmaka.Policy, error) {
@@ -148,6 +150,11 @@ func Recompile(b *libmaka.Boundary, was, policy *libmaka.Policy, id, dir string,
 	}
 	c.Rootfs.Scaffold, c.Rootfs.Binds = "", nil
 	c.Rootfs.Missing, c.Rootfs.MissingFiles, c.Rootfs.IDMapped = nil, nil, false
+	if c.Process.HomeAdded {
+		// maka's, not config.json's: added again by Compile.
+		c.Process.Env = slices.DeleteFunc(c.Process.Env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") })
+		c.Process.HomeAdded = false
+	}
 	own := was != nil && c.Cgroup.Path == was.OwnParent()+"/"+id
 	spec, err := specconv.SpecOf(c)
 	if err != nil {

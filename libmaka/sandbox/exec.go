@@ -152,7 +152,7 @@ func (s *Sandbox) commandSpec(cmd Command) (*specs.Process, int64, time.Duration
 	rec := s.launched.Container.Record
 	ps := *rec.Process
 	ps.Args, ps.Cwd, ps.Terminal, ps.ConsoleSize = args, cwd, false, nil
-	ps.Env = MergeEnv(ps.Env, cmd.Env)
+	ps.Env = ExecHome(MergeEnv(ps.Env, cmd.Env), rec.Boundary, ps.User.UID, true, cmd.Env)
 	for _, kv := range cmd.Env {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
 			return nil, 0, 0, fmt.Errorf("command env %q: want NAME=value", kv)

@@ -60,9 +60,17 @@ reject_case() {
     for d in /tmp /run /maka/work; do df -k "$d" | tail -n 1; done
     echo "ifaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | tr "\n" " ")"
     env | sort | sed "s/^/env: /"
+    echo "environ: $(tr "\0" " " </proc/1/environ)"
     echo x > /maka/work/f && echo "work: writable"
     unshare -U true 2>&1; echo "unshare: $?"'
-  update_config "$BATS_TEST_TMPDIR/b" '.process.env = ["PATH=/usr/bin:/bin", "FOO=bar"]'
+  # A duplicate (the last one counts) and an empty HOME (replaced by the user's).
+  update_config "$BATS_TEST_TMPDIR/b" '.process.env = ["PATH=/usr/bin:/bin", "FOO=first", "HOME=", "FOO=bar"]'
+  # The contract declares the environment the process gets, HOME included.
+  run --separate-stderr maka boundary --bundle "$BATS_TEST_TMPDIR/b" --format json
+  [ "$status" -eq 0 ]
+  jq -e '.process.env == ["PATH=/usr/bin:/bin", "FOO=bar", "HOME=/root"] and .process.homeAdded == true' <<<"$output"
+  run --separate-stderr maka boundary --bundle "$BATS_TEST_TMPDIR/b"
+  [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"HOME=/root (HOME added by maka from the root's /etc/passwd, as runc adds it)"* ]]
   run maka run --bundle "$BATS_TEST_TMPDIR/b" bd-in
   echo "$output"
   # A new user namespace is a violation, fatal under restricted: the
@@ -79,7 +87,9 @@ reject_case() {
     [[ "$output" =~ tmpfs[[:space:]]+131072[[:space:]].*[[:space:]]$d ]]
   done
   [[ "$output" == *"ifaces: lo "* ]]
-  # Only what process.env declares, libcontainer's HOME, and sh's own PWD and SHLVL.
+  # Exactly the contract's environment, as exec'd (/proc/1/environ)...
+  [ "$(grep '^environ: ' <<<"$output")" = "environ: PATH=/usr/bin:/bin FOO=bar HOME=/root " ]
+  # ... and in the shell, sh's own PWD and SHLVL besides.
   [ "$(sed -n 's/^env: \([^=]*\)=.*/\1/p' <<<"$output" | tr '\n' ' ')" = "FOO HOME PATH PWD SHLVL " ]
   [[ "$output" == *"env: FOO=bar"* ]]
   [[ "$output" == *"work: writable"* ]]

@@ -117,6 +117,27 @@ no_trace() {
   no_trace cli-spec
 }
 
+@test "make demo's script runs end to end: the contract, a run, a refusal with its reasons, a recorded violation; it leaves nothing" {
+  require_cgroup2
+  local hello
+  run --separate-stderr env MAKA_BINARY="$MAKA_BINARY" MAKA_FIXTURES="$MAKA_FIXTURES" "$MAKA_REPO/scripts/demo.sh"
+  echo "$output"; echo "$stderr"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"verdict       allowed by profile restricted"* ]]
+  hello=$(grep 'hello from a maka sandbox: ' <<<"$output")
+  [[ "$hello" =~ uid_map:\ +0\ +([0-9]+)\ +65536 ]]
+  [ "${BASH_REMATCH[1]}" -ne 0 ]
+  [[ "$output" == *"the root filesystem is read-only"* ]]
+  [[ "$output" == *"REJECTED by profile restricted"* ]]
+  [[ "$stderr" == *"BOUNDARY_REJECTED: "*"CAP_SYS_ADMIN"* ]]
+  [[ "$stderr" == *"SANDBOX_BOUNDARY_VIOLATION: container demo-escape was killed: syscall unshare"* ]]
+  [[ "$output" == *"syscall  kill"*"unshare(0x10000000)"* ]]
+  [[ "$output" == *"demo: done"* ]]
+  # No cgroup of the demo's sandboxes (maka's parent /maka stays), no directory.
+  [ -z "$(find /sys/fs/cgroup -type d -name 'demo*')" ]
+  [ -z "$(ls -d /tmp/maka-demo.* 2>/dev/null)" ]
+}
+
 @test "--log FILE receives a failing command's error, and stderr still has it" {
   run --separate-stderr maka --log "$BATS_TEST_TMPDIR/log" state no-such-ctr
   [ "$status" -eq 1 ]

@@ -124,6 +124,19 @@ JSON
   [ "$(grep '^FROMSPEC=' <<<"$output")" = FROMSPEC=over ]
   [ "$(grep '^TERM=' <<<"$output")" = TERM=dumb ]
   [[ "$output" == *"PATH=/usr/local/sbin:"* ]]
+
+  # HOME, which the spec does not declare: maka's contract adds the init
+  # user's; an exec'd process of another user gets its own, as under runc
+  # (nobody's in the root's /etc/passwd, / for a uid without an entry), and
+  # --env HOME wins. Each exactly once.
+  run maka exec ex sh -c 'tr "\0" "\n" </proc/self/environ | grep -c ^HOME=; echo "$HOME"'
+  [ "$output" = "$(printf '1\n/root')" ]
+  run maka exec --user 65534:65534 ex sh -c 'echo "$HOME"'
+  [ "$output" = /nonexistent ]
+  run maka exec --user 4242:4242 ex sh -c 'echo "$HOME"'
+  [ "$output" = / ]
+  run maka exec --user 65534:65534 -e HOME=/o ex sh -c 'tr "\0" "\n" </proc/self/environ | grep -c ^HOME=; echo "$HOME"'
+  [ "$output" = "$(printf '1\n/o')" ]
 }
 
 @test "exec --cwd sets the working directory (default: the container's process.cwd)" {

@@ -126,7 +126,9 @@ cfg_case() { # NAME JQ_FILTER: a copy of the bundle with the filter applied
   local k f
   for k in 'process.env|.process.env = [1]' 'linux.namespaces.type|.linux.namespaces[0].type = 5' \
            'linux.resources.memory.limit|.linux.resources.memory = {limit: "lots"}' \
-           'process.rlimits.hard|.process.rlimits = [{type: "RLIMIT_NOFILE", hard: -1, soft: 1}]'; do
+           'process.rlimits.hard|.process.rlimits = [{type: "RLIMIT_NOFILE", hard: -1, soft: 1}]' \
+           'process.env[1]: "NOEQUALS" is not NAME=value|.process.env = ["PATH=/bin", "NOEQUALS"]' \
+           'process.env[0]: "=x" has an empty name|.process.env = ["=x"]'; do
     f=${k#*|}; k=${k%%|*}
     cfg_case t "$f"
     refused maka_io create -b "$d/t" hs-type
@@ -157,7 +159,7 @@ cfg_case() { # NAME JQ_FILTER: a copy of the bundle with the filter applied
   for k in 'args|{"args": "true", "cwd": "/"}' 'cwd|{"args": ["true"], "cwd": 7}' 'user.uid|{"args": ["true"], "cwd": "/", "user": {"uid": -1}}' \
            'env|{"args": ["true"], "cwd": "/", "env": "A=1"}' 'rlimits|{"args": ["true"], "cwd": "/", "rlimits": {}}' \
            'process|[]' 'malformed|{"args": ["true"]' 'malformed|{"args": ["true"]}}' \
-           $'UTF-8|{"args": ["true\xff"], "cwd": "/"}'; do
+           $'UTF-8|{"args": ["true\xff"], "cwd": "/"}' 'process.env[0]: "A" is not NAME=value|{"args": ["true"], "cwd": "/", "env": ["A"]}'; do
     f=${k#*|}; k=${k%%|*}
     printf '%s' "$f" >"$d/p.json"
     refused 255 maka exec --process "$d/p.json" hs-keep

@@ -19,7 +19,8 @@
 #   - each file runs in its own bats process (guest.sh); TAP in WORK/tap.
 #
 # Environment: RUNC_SUITE_WORK (build/runc-suite), RUNC_SUITE_CACHE
-# (build/fixtures/images, as `make images`), RUNC_SUITE_RUNC (another runtime binary to
+# (build/fixtures/images, as `make images`), MAKA_RUNC_SUITE_FILTER (bats --filter:
+# only the tests whose names match), RUNC_SUITE_RUNC (another runtime binary to
 # run the suite against instead of maka, e.g. /usr/sbin/runc, for the
 # side-by-side figure), RUNC_SUITE_VM_TIMEOUT (the guest's, 10800 s; make's
 # VM_TIMEOUT is for the bats suite), MAKA_RUNC_SUITE_FILE_TIMEOUT (a file's,

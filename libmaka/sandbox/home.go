@@ -1,0 +1,147 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/moby/sys/user"
+	"golang.org/x/sys/unix"
+)
+
+// maxPasswd bounds how much of the root's /etc/passwd is read: the root
+// may be the sandbox's own (a writable root) and so hostile.
+const maxPasswd = 1 << 20
+
+// WithHome returns env as the sandbox's process gets it: one entry per
+// name, the last one (libcontainer keeps the last). libcontainer (as
+// runc) also adds HOME, from the root's /etc/passwd entry of uid ("/" without
+// one), when env has no HOME or an empty one; maka adds it itself, to the
+// contract, so that the environment a process gets is exactly the one the
+// contract declares (`maka boundary`, the record exec is held to), and
+// libcontainer, finding HOME set, adds nothing. rootfs is the host path of
+// b is the sandbox's contract: /etc/passwd is the root's, or what a mount
+// of b's puts there.
+func WithHome(env []string, b *libmaka.Boundary, uid uint32) []string {
+	out, home := prepareEnv(env)
+	if home {
+		return out
+	}
+	return append(out, "HOME="+userHome(b, uid))
+}
+
+// prepareEnv is env as libcontainer hands it to the process before adding
+// HOME: one entry per name (the last one, in the order of the last ones),
+// an empty HOME dropped. home says a HOME is left. Entries that are not
+// NAME=value (refused by Validate) are kept as they are.
+func prepareEnv(env []string) (out []string, home bool) {
+	seen := make(map[string]bool, len(env))
+	for i := len(env) - 1; i >= 0; i-- {
+		kv := env[i]
+		name, val, ok := strings.Cut(kv, "=")
+		if ok {
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			if name == "HOME" {
+				if val == "" {
+					continue
+				}
+				home = true
+			}
+		}
+		out = append(out, kv)
+	}
+	slices.Reverse(out)
+	return out, home
+}
+
+// DeclareHome adds HOME to the contract's environment where libcontainer
+// would add it (WithHome), and says so in b.Process.HomeAdded.
+func DeclareHome(b *libmaka.Boundary) {
+	_, home := prepareEnv(b.Process.Env)
+	b.Process.Env = WithHome(b.Process.Env, b, b.Process.UID)
+	b.Process.HomeAdded = !home
+}
+
+// ExecHome gives a process exec'd into b's sandbox the HOME libcontainer
+// would: env's own when it declares one, else its user's (uid). inherited
+// says env is the contract's with the exec's overrides applied (not
+// exec --process's): a HOME maka added for the init's user is then
+// replaced by the exec's user's, unless overrides set one.
+func ExecHome(env []string, b *libmaka.Boundary, uid uint32, inherited bool, overrides []string) []string {
+	if b == nil {
+		return env
+	}
+	if inherited && b.Process.HomeAdded && !slices.ContainsFunc(overrides, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }) {
+		env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "HOME=") })
+	}
+	return WithHome(env, b, uid)
+}
+
+// passwdFile is where the sandbox's /etc/passwd is on the host, as a
+// directory and a name inside it: the root's, unless a mount covers it (a
+// bind brings its source's; anything else, such as a tmpfs, none).
+func passwdFile(b *libmaka.Boundary) (dir, name string, ok bool) {
+	dir, name, ok = b.Rootfs.Path, "etc/passwd", true
+	for _, m := range b.Mounts {
+		bind := m.Type == "bind" || slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind")
+		switch filepath.Clean(m.Destination) {
+		case "/etc":
+			dir, name, ok = m.Source, "passwd", bind
+		case "/etc/passwd":
+			dir, name, ok = filepath.Dir(m.Source), filepath.Base(m.Source), bind
+		}
+	}
+	return dir, name, ok
+}
+
+// userHome is uid's home directory in b's sandbox, as libcontainer finds
+// it from inside: the first /etc/passwd entry with that uid, else /.
+func userHome(b *libmaka.Boundary, uid uint32) string {
+	const defaultHome = "/"
+	dir, name, ok := passwdFile(b)
+	if !ok {
+		return defaultHome
+	}
+	f, err := openInRoot(dir, name)
+	if err != nil {
+		return defaultHome
+	}
+	defer f.Close()
+	users, err := user.ParsePasswdFilter(io.LimitReader(f, maxPasswd), func(u user.User) bool {
+		return u.Uid == int(uid)
+	})
+	if err != nil || len(users) == 0 {
+		return defaultHome
+	}
+	return users[0].Home
+}
+
+// openInRoot opens the regular file rel inside root, symlinks resolved
+// within it; O_NONBLOCK so that a FIFO there cannot hang maka.
+func openInRoot(root, rel string) (*os.File, error) {
+	dir, err := os.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	fd, err := unix.Openat2(int(dir.Fd()), rel, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, errors.New(rel + ": not a regular file")
+	}
+	return f, nil
+}
