@@ -129,13 +129,13 @@ JSON
   # user's; an exec'd process of another user gets its own, as under runc
   # (nobody's in the root's /etc/passwd, / for a uid without an entry), and
   # --env HOME wins. Each exactly once.
-  run maka exec ex sh -c 'tr "\0" "\n" </proc/self/environ | grep -c ^HOME=; echo "$HOME"'
+  run maka exec ex sh -c 'tr "\0" "\n" </proc/$$/environ | grep -c ^HOME=; echo "$HOME"'
   [ "$output" = "$(printf '1\n/root')" ]
   run maka exec --user 65534:65534 ex sh -c 'echo "$HOME"'
   [ "$output" = /nonexistent ]
   run maka exec --user 4242:4242 ex sh -c 'echo "$HOME"'
   [ "$output" = / ]
-  run maka exec --user 65534:65534 -e HOME=/o ex sh -c 'tr "\0" "\n" </proc/self/environ | grep -c ^HOME=; echo "$HOME"'
+  run maka exec --user 65534:65534 -e HOME=/o ex sh -c 'tr "\0" "\n" </proc/$$/environ | grep -c ^HOME=; echo "$HOME"'
   [ "$output" = "$(printf '1\n/o')" ]
 }
 
