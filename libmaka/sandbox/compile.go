@@ -137,9 +137,9 @@ func mountpointsInRoot(b *libmaka.Boundary) (dests, fields []string, files []boo
 // --relaunch): the document it stands for (specconv.SpecOf), without what
 // create placed (leased ids, the scaffold, maka's own cgroup path, the
 // HOME it added, which today's policy places again), compiled as
-// config.json would be. A
-// boundary today's policy refuses is refused (*specconv.RejectedError); an
-// allowed one gets today's defaults (onViolation, the timeout, limits).
+// config.json would be. A boundary today's policy refuses is refused
+// (*specconv.RejectedError); an allowed one gets today's defaults
+// (onViolation, the timeout, limits).
 func Recompile(b *libmaka.Boundary, was, policy *libmaka.Policy, id, dir string, never []string, checks []libmaka.HostCheck) (*libmaka.Boundary, *libmaka.Policy, error) {
 	c, err := libmaka.CopyBoundary(b)
 	if err != nil {

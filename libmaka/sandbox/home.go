@@ -18,14 +18,13 @@ import (
 const maxPasswd = 1 << 20
 
 // WithHome returns env as the sandbox's process gets it: one entry per
-// name, the last one (libcontainer keeps the last). libcontainer (as
-// runc) also adds HOME, from the root's /etc/passwd entry of uid ("/" without
-// one), when env has no HOME or an empty one; maka adds it itself, to the
-// contract, so that the environment a process gets is exactly the one the
-// contract declares (`maka boundary`, the record exec is held to), and
-// libcontainer, finding HOME set, adds nothing. rootfs is the host path of
-// b is the sandbox's contract: /etc/passwd is the root's, or what a mount
-// of b's puts there.
+// name, the last one (libcontainer keeps the last). libcontainer (as runc)
+// also adds HOME, from the /etc/passwd entry of uid ("/" without one), when
+// env has no HOME or an empty one; maka adds it itself, to the contract, so
+// that the environment a process gets is exactly the one the contract
+// declares (`maka boundary`, the record exec is held to), and libcontainer,
+// finding HOME set, adds nothing. b is the sandbox's contract: /etc/passwd
+// is its root's, or what a mount of b's puts there.
 func WithHome(env []string, b *libmaka.Boundary, uid uint32) []string {
 	out, home := prepareEnv(env)
 	if home {
