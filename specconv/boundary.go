@@ -478,7 +478,7 @@ func (c *checker) checkMounts() {
 		}
 		c.checkMountOptions(field, m)
 		switch {
-		case isBind(m):
+		case IsBind(m):
 			c.checkBind(field, m)
 		case m.Type == "tmpfs":
 			c.sizeTmpfs(field, m)
@@ -502,7 +502,9 @@ func (c *checker) checkMounts() {
 	}
 }
 
-func isBind(m *specs.Mount) bool {
+// IsBind reports whether m is a bind mount, by its type or its options
+// (runc accepts either).
+func IsBind(m *specs.Mount) bool {
 	return m.Type == "bind" || slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind")
 }
 
@@ -1105,9 +1107,9 @@ func summariseMounts(b *libmaka.Boundary) {
 	for i := range b.Mounts {
 		m := &b.Mounts[i]
 		switch {
-		case isBind(m) && isReadonly(m):
+		case IsBind(m) && isReadonly(m):
 			b.ReadOnly = append(b.ReadOnly, libmaka.BindMount{Source: m.Source, Destination: m.Destination})
-		case isBind(m):
+		case IsBind(m):
 			b.Writable = append(b.Writable, libmaka.WritableMount{Path: m.Destination, Kind: "bind", Source: m.Source})
 		case m.Type == "tmpfs" && !isReadonly(m):
 			b.Writable = append(b.Writable, libmaka.WritableMount{Path: m.Destination, Kind: "tmpfs", Size: tmpfsSize(m.Options)})

@@ -271,7 +271,7 @@ var mountData = map[string][]string{
 // option: runc joins them with commas, so a comma inside one would smuggle
 // more (a second size= after the checked one).
 func (c *checker) checkMountOptions(field string, m *specs.Mount) {
-	if idmapped(m) && !isBind(m) {
+	if idmapped(m) && !IsBind(m) {
 		c.reject(field+".options", "", "only a bind may be mounted idmapped")
 	}
 	for j, o := range m.Options {

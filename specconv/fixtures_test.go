@@ -123,7 +123,7 @@ func TestEngineDefaultSpecsAreRefusedByRestrictedItemByItem(t *testing.T) {
 				t.Error("the writable root is not an item")
 			}
 			for i, m := range s.Mounts {
-				if isBind(&m) && !fields["mounts["+itoa(i)+"].source"] {
+				if IsBind(&m) && !fields["mounts["+itoa(i)+"].source"] {
 					t.Errorf("the bind of %s is not an item", m.Source)
 				}
 			}

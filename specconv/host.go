@@ -44,7 +44,7 @@ func CheckHost(b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []
 	}
 	for i := range b.Mounts {
 		m := &b.Mounts[i]
-		if !isBind(m) {
+		if !IsBind(m) {
 			continue
 		}
 		field := fmt.Sprintf("mounts[%d].source", i)

@@ -111,7 +111,7 @@ func checkHostUsers(b *libmaka.Boundary, policy *libmaka.Policy, reject func(fie
 	// host's root owns is the sandbox root's), or belong to a mapped id
 	// (an engine chowned it, as Podman does for --userns).
 	for i, m := range b.Mounts {
-		if !isBind(&m) || isReadonly(&m) || idmapped(&m) {
+		if !IsBind(&m) || isReadonly(&m) || idmapped(&m) {
 			continue
 		}
 		var st syscall.Stat_t

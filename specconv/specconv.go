@@ -51,7 +51,7 @@ func LoadSpec(bundle string) (*specs.Spec, error) {
 		return nil, fmt.Errorf("bundle %s: %w", bundle, err)
 	}
 	for i := range spec.Mounts {
-		if m := &spec.Mounts[i]; isBind(m) && m.Source != "" && !filepath.IsAbs(m.Source) {
+		if m := &spec.Mounts[i]; IsBind(m) && m.Source != "" && !filepath.IsAbs(m.Source) {
 			m.Source = filepath.Join(abs, m.Source)
 		}
 	}

@@ -118,8 +118,7 @@ func mountpointsInRoot(b *libmaka.Boundary) (dests, fields []string, files []boo
 			fields = append(fields, fmt.Sprintf("mounts[%d].destination", i))
 			// A bind of a file is mounted on a file (as runc makes it).
 			fi, err := os.Stat(m.Source)
-			bind := m.Type == "bind" || slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind")
-			files = append(files, bind && err == nil && !fi.IsDir())
+			files = append(files, specconv.IsBind(&m) && err == nil && !fi.IsDir())
 		}
 		if slices.Contains(filesystemMounts, m.Type) {
 			provided = append(provided, d)

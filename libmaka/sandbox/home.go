@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/specconv"
 	"github.com/moby/sys/user"
 	"golang.org/x/sys/unix"
 )
@@ -17,20 +18,21 @@ import (
 // may be the sandbox's own (a writable root) and so hostile.
 const maxPasswd = 1 << 20
 
-// WithHome returns env as the sandbox's process gets it: one entry per
+// withHome returns env as the sandbox's process gets it: one entry per
 // name, the last one (libcontainer keeps the last). libcontainer (as runc)
 // also adds HOME, from the /etc/passwd entry of uid ("/" without one), when
 // env has no HOME or an empty one; maka adds it itself, to the contract, so
 // that the environment a process gets is exactly the one the contract
 // declares (`maka boundary`, the record exec is held to), and libcontainer,
-// finding HOME set, adds nothing. b is the sandbox's contract: /etc/passwd
-// is its root's, or what a mount of b's puts there.
-func WithHome(env []string, b *libmaka.Boundary, uid uint32) []string {
+// finding HOME set, adds nothing. added says it added HOME. b is the
+// sandbox's contract: /etc/passwd is its root's, or what a mount of b's
+// puts there.
+func withHome(env []string, b *libmaka.Boundary, uid uint32) (out []string, added bool) {
 	out, home := prepareEnv(env)
 	if home {
-		return out
+		return out, false
 	}
-	return append(out, "HOME="+userHome(b, uid))
+	return append(out, "HOME="+userHome(b, uid)), true
 }
 
 // prepareEnv is env as libcontainer hands it to the process before adding
@@ -61,11 +63,9 @@ func prepareEnv(env []string) (out []string, home bool) {
 }
 
 // DeclareHome adds HOME to the contract's environment where libcontainer
-// would add it (WithHome), and says so in b.Process.HomeAdded.
+// would add it (withHome), and says so in b.Process.HomeAdded.
 func DeclareHome(b *libmaka.Boundary) {
-	_, home := prepareEnv(b.Process.Env)
-	b.Process.Env = WithHome(b.Process.Env, b, b.Process.UID)
-	b.Process.HomeAdded = !home
+	b.Process.Env, b.Process.HomeAdded = withHome(b.Process.Env, b, b.Process.UID)
 }
 
 // ExecHome gives a process exec'd into b's sandbox the HOME libcontainer
@@ -80,7 +80,8 @@ func ExecHome(env []string, b *libmaka.Boundary, uid uint32, inherited bool, ove
 	if inherited && b.Process.HomeAdded && !slices.ContainsFunc(overrides, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }) {
 		env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "HOME=") })
 	}
-	return WithHome(env, b, uid)
+	out, _ := withHome(env, b, uid)
+	return out
 }
 
 // passwdFile is where the sandbox's /etc/passwd is on the host, as a
@@ -88,13 +89,13 @@ func ExecHome(env []string, b *libmaka.Boundary, uid uint32, inherited bool, ove
 // bind brings its source's; anything else, such as a tmpfs, none).
 func passwdFile(b *libmaka.Boundary) (dir, name string, ok bool) {
 	dir, name, ok = b.Rootfs.Path, "etc/passwd", true
-	for _, m := range b.Mounts {
-		bind := m.Type == "bind" || slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind")
+	for i := range b.Mounts {
+		m := &b.Mounts[i]
 		switch filepath.Clean(m.Destination) {
 		case "/etc":
-			dir, name, ok = m.Source, "passwd", bind
+			dir, name, ok = m.Source, "passwd", specconv.IsBind(m)
 		case "/etc/passwd":
-			dir, name, ok = filepath.Dir(m.Source), filepath.Base(m.Source), bind
+			dir, name, ok = filepath.Dir(m.Source), filepath.Base(m.Source), specconv.IsBind(m)
 		}
 	}
 	return dir, name, ok
