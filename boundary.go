@@ -11,6 +11,7 @@ import (
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/maka-runtime/maka/specconv"
+	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
@@ -220,6 +221,9 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		cg = libmaka.OwnCgroupParent + "/<id>"
 	}
 	row("cgroup", "%s", cg)
+	if set := cgroupSettings(b.Cgroup); set != "" {
+		row("cgroup also", "%s", set)
+	}
 	row("process", "%s (cwd %s, uid %d, gid %d)", strings.Join(b.Process.Args, " "), b.Process.Cwd, b.Process.UID, b.Process.GID)
 	caps := strings.Join(b.Process.Capabilities, " ")
 	if caps == "" {
@@ -281,4 +285,43 @@ func usersString(b *libmaka.Boundary) string {
 		return fmt.Sprintf("user namespace: ids 0..%d = a free block of host ids leased at create from the pool %d..%d (%d blocks)", p.Size-1, p.Start, p.End()-1, p.Count)
 	}
 	return fmt.Sprintf("user namespace: uids %s; gids %s (config.json's)", maps(b.UIDMappings), maps(b.GIDMappings))
+}
+
+// cgroupSettings lists what the contract writes to the cgroup besides the
+// limits, by the files' names ("" when nothing).
+func cgroupSettings(c libmaka.Cgroup) string {
+	var set []string
+	add := func(format string, args ...any) { set = append(set, fmt.Sprintf(format, args...)) }
+	if c.CPUShares != nil {
+		add("cpu.weight %d (shares %d)", cgroups.ConvertCPUSharesToCgroupV2Value(*c.CPUShares), *c.CPUShares)
+	}
+	if c.CPUWeight != nil {
+		add("cpu.weight %d", *c.CPUWeight)
+	}
+	if c.CPUBurst != nil {
+		add("cpu.max.burst %d µs", *c.CPUBurst)
+	}
+	if c.CPUIdle != nil {
+		add("cpu.idle %d", *c.CPUIdle)
+	}
+	if c.Cpus != "" {
+		add("cpuset.cpus %s", c.Cpus)
+	}
+	if c.Mems != "" {
+		add("cpuset.mems %s", c.Mems)
+	}
+	if c.MemoryMin != nil {
+		add("memory.min %s", libmaka.FormatSize(*c.MemoryMin))
+	}
+	if c.MemoryReservation != nil {
+		add("memory.low %s", libmaka.FormatSize(*c.MemoryReservation))
+	}
+	if c.MemoryHigh != nil {
+		if *c.MemoryHigh < 0 {
+			add("memory.high max")
+		} else {
+			add("memory.high %s", libmaka.FormatSize(*c.MemoryHigh))
+		}
+	}
+	return strings.Join(set, ", ")
 }

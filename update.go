@@ -288,7 +288,17 @@ func mergeResources(cur, upd *cgroups.Resources) {
 		cur.CpuShares = upd.CpuShares
 	}
 	if upd.CpuWeight != 0 {
+		// Shares given now replace a weight given by name before (which,
+		// kept in Unified, the cgroup manager would write last).
 		cur.CpuWeight = upd.CpuWeight
+		delete(cur.Unified, "cpu.weight")
+	}
+	if v, ok := upd.Unified["cpu.weight"]; ok {
+		// A weight by name (checkUpdate checked it) is kept as the weight
+		// itself, so that shares given later replace it.
+		w, _ := strconv.ParseUint(v, 10, 64)
+		cur.CpuWeight, cur.CpuShares = w, 0
+		delete(cur.Unified, "cpu.weight")
 	}
 	if upd.CpuQuota != 0 {
 		cur.CpuQuota = upd.CpuQuota
@@ -310,8 +320,9 @@ func mergeResources(cur, upd *cgroups.Resources) {
 		// As runc: an idle change without shares does not write
 		// cpu.weight again (the kernel refuses a weight on an idle
 		// cgroup: EINVAL, half-way through the update).
-		if upd.CpuShares == 0 && upd.CpuWeight == 0 {
+		if _, byName := upd.Unified["cpu.weight"]; upd.CpuShares == 0 && upd.CpuWeight == 0 && !byName {
 			cur.CpuShares, cur.CpuWeight = 0, 0
+			delete(cur.Unified, "cpu.weight")
 		}
 	}
 	if upd.CpusetCpus != "" {
@@ -346,6 +357,9 @@ func mergeResources(cur, upd *cgroups.Resources) {
 		cur.HugetlbLimit = upd.HugetlbLimit
 	}
 	for k, v := range upd.Unified {
+		if k == "cpu.weight" {
+			continue // above
+		}
 		if cur.Unified == nil {
 			cur.Unified = map[string]string{}
 		}

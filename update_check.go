@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
@@ -18,6 +20,7 @@ type enforced struct {
 	Pids   int64  // pids.max; -1: unlimited
 	Quota  int64  // cpu.max quota in µs per period; -1: unlimited
 	Period uint64 // cpu.max period in µs
+	Burst  uint64 // cpu.max.burst in µs; 0: none
 }
 
 const defaultCPUPeriod = 100000
@@ -44,6 +47,9 @@ func enforcedOf(r *cgroups.Resources) enforced {
 	if r.CpuPeriod > 0 {
 		e.Period = r.CpuPeriod
 	}
+	if r.CpuBurst != nil {
+		e.Burst = *r.CpuBurst
+	}
 	return e
 }
 
@@ -62,6 +68,12 @@ func (e enforced) apply(r *cgroups.Resources) {
 	pids := e.Pids
 	r.PidsLimit = &pids
 	r.CpuQuota, r.CpuPeriod = e.Quota, e.Period
+	// cpu.max.burst is written only once a burst was given: a kernel
+	// without the file then never sees it.
+	if e.Burst > 0 || r.CpuBurst != nil {
+		burst := e.Burst
+		r.CpuBurst = &burst
+	}
 }
 
 // limits is the contract's view of e (0: unlimited, swap -1: unlimited);
@@ -82,8 +94,15 @@ func (e enforced) limits(base libmaka.Limits) libmaka.Limits {
 // can never reach the kernel with what create would not have allowed.
 func checkUpdate(p *libmaka.Policy, cur enforced, r *specs.LinuxResources, name func(key string) string) (enforced, []specconv.Item) {
 	var items []specconv.Item
+	// A value given as a cgroup file by name is checked as the field it
+	// is, and named as the caller gave it.
+	aliases, refused := foldUpdateUnified(r, cur)
 	reject := func(key, allow, format string, args ...any) {
-		items = append(items, specconv.Item{Field: name(key), Message: fmt.Sprintf(format, args...), Allow: allow})
+		field := name(key)
+		if a, ok := aliases[key]; ok {
+			field = "--resources " + a
+		}
+		items = append(items, specconv.Item{Field: field, Message: fmt.Sprintf(format, args...), Allow: allow})
 	}
 	prof := "profile " + p.Profile
 	ceil := p.MaxLimits
@@ -225,21 +244,49 @@ func checkUpdate(p *libmaka.Policy, cur enforced, r *specs.LinuxResources, name 
 		if c.Idle != nil && *c.Idle != 0 && *c.Idle != 1 {
 			reject("cpu.idle", "", "%d is not 0 or 1", *c.Idle)
 		}
-		for key, set := range map[string]bool{"cpu.realtimePeriod": c.RealtimePeriod != nil, "cpu.realtimeRuntime": c.RealtimeRuntime != nil, "cpu.burst": c.Burst != nil} {
+		for key, set := range map[string]bool{"cpu.realtimePeriod": c.RealtimePeriod != nil, "cpu.realtimeRuntime": c.RealtimeRuntime != nil} {
 			if set {
 				notModelled(key)
 			}
 		}
+		// The burst as create holds it: at most the quota, and quota
+		// plus burst within the CPU ceiling. A new quota or period is
+		// held to the burst the cgroup already has.
+		if c.Burst != nil {
+			next.Burst = *c.Burst
+		}
+		if cpuOK && next.Burst > 0 && (c.Burst != nil || c.Quota != nil || c.Period != nil) {
+			key := "cpu.burst"
+			if c.Burst == nil {
+				key = "cpu.quota"
+			}
+			switch cpus := float64(next.Quota+int64(next.Burst)) / float64(next.Period); {
+			case next.Quota <= 0:
+				reject(key, "", "a burst needs a CPU quota")
+			case next.Burst > uint64(next.Quota):
+				reject(key, "", "the burst (%d µs) is above the quota (%d µs): the kernel allows at most the quota", next.Burst, next.Quota)
+			case ceil.Cpus > 0 && cpus > ceil.Cpus+1e-9:
+				reject(key, fmt.Sprintf(`"maxLimits": {"cpus": %g}`, cpus),
+					"quota and burst make %g CPUs in one period, more than %s allows (%g)", cpus, prof, ceil.Cpus)
+			}
+		}
 	}
 
-	// Cgroup files by name would bypass every check above.
-	keys := make([]string, 0, len(r.Unified))
-	for k := range r.Unified {
-		keys = append(keys, k)
+	// The cgroup files update keeps by name, held to the memory limit
+	// (foldUpdateUnified read the others into their fields and refused
+	// the rest).
+	for _, k := range []string{"memory.high", "memory.min"} {
+		v, ok := r.Unified[k]
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if v != "max" && next.Memory != -1 && n > next.Memory {
+			reject(fmt.Sprintf("unified[%q]", k), "", "%d is above the memory limit (%d)", n, next.Memory)
+		}
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		reject(fmt.Sprintf("unified[%q]", k), "", "cgroup files by name are not allowed: give the value by its field (memory.limit, memory.swap, pids.limit, cpu.quota) so that it is checked against %s", prof)
+	for _, it := range refused {
+		reject(it.key, "", "%s", it.why)
 	}
 	if len(r.HugepageLimits) > 0 {
 		notModelled("hugepageLimits")
@@ -299,9 +346,29 @@ func contractAfterUpdate(b *libmaka.Boundary, next enforced, r *specs.LinuxResou
 	if m := r.Memory; m != nil && m.Reservation != nil && *m.Reservation != 0 {
 		cg.MemoryReservation = m.Reservation
 	}
+	cg.CPUBurst = nil
+	if next.Burst > 0 {
+		burst := next.Burst
+		cg.CPUBurst = &burst
+	}
+	if v, ok := r.Unified["memory.min"]; ok {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		cg.MemoryMin = &n
+	}
+	if v, ok := r.Unified["memory.high"]; ok {
+		n := int64(-1)
+		if v != "max" {
+			n, _ = strconv.ParseInt(v, 10, 64)
+		}
+		cg.MemoryHigh = &n
+	}
+	if v, ok := r.Unified["cpu.weight"]; ok {
+		n, _ := strconv.ParseUint(v, 10, 64)
+		cg.CPUWeight, cg.CPUShares = &n, nil
+	}
 	if c := r.CPU; c != nil {
 		if c.Shares != nil && *c.Shares != 0 {
-			cg.CPUShares = c.Shares
+			cg.CPUShares, cg.CPUWeight = c.Shares, nil
 		}
 		if c.Cpus != "" {
 			cg.Cpus = c.Cpus
@@ -335,3 +402,124 @@ func updatePolicy(rec *libmaka.ContainerRecord, current func() (*libmaka.Policy,
 	}
 	return current()
 }
+
+// foldUpdateUnified reads the cgroup files update --resources gives by
+// name into the fields checkUpdate checks, as create does with
+// config.json's: memory.max, memory.swap.max, pids.max, cpu.max (the
+// limits), memory.low (the reservation), cpuset.cpus and cpuset.mems.
+// memory.high, memory.min and a valid cpu.weight stay in r.Unified (held
+// to the memory limit by checkUpdate); every other key, or a value that
+// is no number, is refused. It returns, for each field it set, the
+// unified key that gave it, so refusals name what the caller wrote.
+func foldUpdateUnified(r *specs.LinuxResources, cur enforced) (aliases map[string]string, refused []refusal) {
+	if len(r.Unified) == 0 {
+		return nil, nil
+	}
+	aliases = map[string]string{}
+	refuse := func(k, format string, args ...any) {
+		refused = append(refused, refusal{fmt.Sprintf("unified[%q]", k), fmt.Sprintf(format, args...)})
+	}
+	// num reads a number or max (-1).
+	num := func(k, v string) (int64, bool) {
+		if v == "max" {
+			return -1, true
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			refuse(k, "%q is not a number or max", v)
+			return 0, false
+		}
+		return n, true
+	}
+	if r.Memory == nil {
+		r.Memory = &specs.LinuxMemory{}
+	}
+	if r.CPU == nil {
+		r.CPU = &specs.LinuxCPU{}
+	}
+	keys := make([]string, 0, len(r.Unified))
+	for k := range r.Unified {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	keep := map[string]string{}
+	var swapMax *int64
+	for _, k := range keys {
+		v := strings.TrimSpace(r.Unified[k])
+		alias := fmt.Sprintf("unified[%q]", k)
+		switch k {
+		case "memory.max":
+			if n, ok := num(k, v); ok {
+				r.Memory.Limit, aliases["memory.limit"] = &n, alias
+			}
+		case "memory.swap.max":
+			if n, ok := num(k, v); ok {
+				swapMax, aliases["memory.swap"] = &n, alias
+			}
+		case "memory.low":
+			if n, ok := num(k, v); ok && n >= 0 {
+				r.Memory.Reservation, aliases["memory.reservation"] = &n, alias
+			} else if ok {
+				refuse(k, "max would protect more than the memory limit")
+			}
+		case "memory.min", "memory.high":
+			if n, ok := num(k, v); ok && k == "memory.min" && n < 0 {
+				refuse(k, "max would protect more than the memory limit")
+			} else if ok && n == 0 && k == "memory.high" {
+				refuse(k, "0 would throttle every allocation")
+			} else if ok {
+				keep[k] = v
+			}
+		case "pids.max":
+			if n, ok := num(k, v); ok {
+				r.Pids = &specs.LinuxPids{Limit: &n}
+				aliases["pids.limit"] = alias
+			}
+		case "cpu.max":
+			q, per, _ := strings.Cut(v, " ")
+			quota, ok := num(k, q)
+			if !ok {
+				continue
+			}
+			r.CPU.Quota, aliases["cpu.quota"] = &quota, alias
+			if per != "" {
+				period, err := strconv.ParseUint(per, 10, 64)
+				if err != nil {
+					refuse(k, "%q is not a CPU period", per)
+					continue
+				}
+				r.CPU.Period, aliases["cpu.period"] = &period, alias
+			}
+		case "cpu.weight":
+			if n, err := strconv.ParseUint(v, 10, 64); err != nil || n < 1 || n > 10000 {
+				refuse(k, "%q is not a weight between 1 and 10000", v)
+			} else {
+				keep[k] = strconv.FormatUint(n, 10)
+			}
+		case "cpuset.cpus":
+			r.CPU.Cpus = v
+		case "cpuset.mems":
+			r.CPU.Mems = v
+		default:
+			refuse(k, "maka does not apply this cgroup file: only %s may be set by name, and they are checked as their fields are", strings.Join(specconv.UnifiedKeys(), ", "))
+		}
+	}
+	if swapMax != nil {
+		// memory.swap.max is the swap alone; OCI's swap (what update
+		// checks) is memory+swap, or the swap alone for unlimited memory.
+		mem := cur.Memory
+		if r.Memory.Limit != nil {
+			mem = *r.Memory.Limit
+		}
+		s := *swapMax
+		if s >= 0 && mem != -1 {
+			s += mem
+		}
+		r.Memory.Swap = &s
+	}
+	r.Unified = keep
+	return aliases, refused
+}
+
+// refusal is an update key refused before checkUpdate's own checks.
+type refusal struct{ key, why string }

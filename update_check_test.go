@@ -45,29 +45,38 @@ func TestCheckUpdateRefuses(t *testing.T) {
 	for _, profile := range []string{`{"profile": "restricted"}`, `{"profile": "baseline"}`} {
 		p := mustPolicy(t, profile)
 		for doc, want := range map[string]string{
-			`{"memory": {"limit": -1}}`:                             "memory.limit: unlimited memory is not allowed by profile " + p.Profile,
-			`{"memory": {"limit": -5}}`:                             "memory.limit: -5 is negative",
-			`{"memory": {"limit": 0}}`:                              "memory.limit: 0 is not a limit",
-			`{"memory": {"limit": 9223372036854775807}}`:            "memory.limit: ",
-			`{"memory": {"limit": 67108864, "swap": 33554432}}`:     "memory.swap: memory+swap (32 MiB) is smaller than the memory limit (64 MiB)",
-			`{"memory": {"swap": 0}}`:                               "memory.swap: memory+swap (0 B) is smaller",
-			`{"memory": {"swap": -7}}`:                              "memory.swap: -7 is negative",
-			`{"memory": {"reservation": 1073741824}}`:               "memory.reservation: a reservation above the memory limit",
-			`{"memory": {"kernel": 1}}`:                             "memory.kernel: not part of maka's contract",
-			`{"pids": {"limit": -1}}`:                               "pids.limit: unlimited pids are not allowed",
-			`{"pids": {"limit": -9}}`:                               "pids.limit: unlimited pids are not allowed",
-			`{"pids": {"limit": 100000}}`:                           "pids.limit: 100000 pids exceed the largest allowed",
-			`{"cpu": {"quota": -1}}`:                                "cpu.quota: unlimited CPU is not allowed",
-			`{"cpu": {"quota": 0}}`:                                 "cpu.quota: 0 is not a quota",
-			`{"cpu": {"quota": 1000000000000}}`:                     "cpu.quota: 1e+07 CPUs exceed the largest allowed",
-			`{"cpu": {"period": 1}}`:                                "cpu.period: 1 µs is outside the kernel's range",
-			`{"cpu": {"period": 1000, "quota": 100000}}`:            "cpu.quota: 100 CPUs exceed",
-			`{"cpu": {"realtimeRuntime": 950000}}`:                  "cpu.realtimeRuntime: not part of maka's contract",
-			`{"cpu": {"realtimePeriod": 1000000}}`:                  "cpu.realtimePeriod: not part of maka's contract",
-			`{"cpu": {"burst": 1000}}`:                              "cpu.burst: not part of maka's contract",
-			`{"cpu": {"shares": 1}}`:                                "cpu.shares: 1 is out of range",
-			`{"unified": {"memory.max": "max"}}`:                    `unified["memory.max"]: cgroup files by name are not allowed`,
-			`{"hugepageLimits": [{"pageSize": "2MB", "limit": 1}]}`: "hugepageLimits: not part of maka's contract",
+			`{"memory": {"limit": -1}}`:                                                     "memory.limit: unlimited memory is not allowed by profile " + p.Profile,
+			`{"memory": {"limit": -5}}`:                                                     "memory.limit: -5 is negative",
+			`{"memory": {"limit": 0}}`:                                                      "memory.limit: 0 is not a limit",
+			`{"memory": {"limit": 9223372036854775807}}`:                                    "memory.limit: ",
+			`{"memory": {"limit": 67108864, "swap": 33554432}}`:                             "memory.swap: memory+swap (32 MiB) is smaller than the memory limit (64 MiB)",
+			`{"memory": {"swap": 0}}`:                                                       "memory.swap: memory+swap (0 B) is smaller",
+			`{"memory": {"swap": -7}}`:                                                      "memory.swap: -7 is negative",
+			`{"memory": {"reservation": 1073741824}}`:                                       "memory.reservation: a reservation above the memory limit",
+			`{"memory": {"kernel": 1}}`:                                                     "memory.kernel: not part of maka's contract",
+			`{"pids": {"limit": -1}}`:                                                       "pids.limit: unlimited pids are not allowed",
+			`{"pids": {"limit": -9}}`:                                                       "pids.limit: unlimited pids are not allowed",
+			`{"pids": {"limit": 100000}}`:                                                   "pids.limit: 100000 pids exceed the largest allowed",
+			`{"cpu": {"quota": -1}}`:                                                        "cpu.quota: unlimited CPU is not allowed",
+			`{"cpu": {"quota": 0}}`:                                                         "cpu.quota: 0 is not a quota",
+			`{"cpu": {"quota": 1000000000000}}`:                                             "cpu.quota: 1e+07 CPUs exceed the largest allowed",
+			`{"cpu": {"period": 1}}`:                                                        "cpu.period: 1 µs is outside the kernel's range",
+			`{"cpu": {"period": 1000, "quota": 100000}}`:                                    "cpu.quota: 100 CPUs exceed",
+			`{"cpu": {"realtimeRuntime": 950000}}`:                                          "cpu.realtimeRuntime: not part of maka's contract",
+			`{"cpu": {"realtimePeriod": 1000000}}`:                                          "cpu.realtimePeriod: not part of maka's contract",
+			`{"cpu": {"burst": 60000}}`:                                                     "cpu.burst: the burst (60000 µs) is above the quota (50000 µs)",
+			`{"cpu": {"shares": 1}}`:                                                        "cpu.shares: 1 is out of range",
+			`{"unified": {"memory.max": "max"}}`:                                            `unified["memory.max"]: unlimited memory is not allowed by profile`,
+			`{"unified": {"pids.max": "100000"}}`:                                           `unified["pids.max"]: 100000 pids exceed the largest allowed`,
+			`{"unified": {"cpu.max": "max"}}`:                                               `unified["cpu.max"]: unlimited CPU is not allowed`,
+			`{"unified": {"io.max": "8:0 rbps=1"}}`:                                         `unified["io.max"]: maka does not apply this cgroup file`,
+			`{"unified": {"memory.min": "1073741824"}}`:                                     `unified["memory.min"]: 1073741824 is above the memory limit`,
+			`{"unified": {"memory.min": "max"}}`:                                            `unified["memory.min"]: max would protect more than the memory limit`,
+			`{"unified": {"memory.low": "1073741824"}}`:                                     `unified["memory.low"]: a reservation above the memory limit`,
+			`{"unified": {"memory.high": "0"}}`:                                             `unified["memory.high"]: 0 would throttle every allocation`,
+			`{"unified": {"cpu.weight": "0"}}`:                                              `unified["cpu.weight"]: "0" is not a weight between 1 and 10000`,
+			`{"unified": {"pids.max": "ten"}}`:                                              `unified["pids.max"]: "ten" is not a number or max`,
+			`{"hugepageLimits": [{"pageSize": "2MB", "limit": 1}]}`:                         "hugepageLimits: not part of maka's contract",
 			`{"blockIO": {"throttleReadBpsDevice": [{"major": 8, "minor": 0, "rate": 1}]}}`: "blockIO: only blockIO.weight may change",
 			`{"devices": [{"allow": true, "access": "rwm"}]}`:                               "devices: device rules never change",
 		} {
@@ -85,15 +94,83 @@ func TestCheckUpdateRefuses(t *testing.T) {
 	// Swap beyond the ceiling; unlimited swap under restricted.
 	p := mustPolicy(t, `{"profile": "restricted"}`)
 	for doc, want := range map[string]string{
-		`{"memory": {"swap": -1}}`:          `memory.swap: unlimited swap is not allowed by profile restricted (largest: 0 B) (policy: "maxLimits": {"swap": -1})`,
-		`{"memory": {"swap": 268435456}}`:   `memory.swap: 128 MiB of swap exceeds the largest allowed by profile restricted (0 B) (policy: "maxLimits": {"swap": 134217728})`,
-		`{"memory": {"limit": 8589934592}}`: `memory.limit: 8 GiB exceeds the largest memory allowed by profile restricted (4 GiB) (policy: "maxLimits": {"memory": 8589934592})`,
-		`{"cpu": {"period": 10000}}`:        `cpu.period: 5 CPUs exceed the largest allowed by profile restricted (4)`,
+		`{"memory": {"swap": -1}}`:                    `memory.swap: unlimited swap is not allowed by profile restricted (largest: 0 B) (policy: "maxLimits": {"swap": -1})`,
+		`{"memory": {"swap": 268435456}}`:             `memory.swap: 128 MiB of swap exceeds the largest allowed by profile restricted (0 B) (policy: "maxLimits": {"swap": 134217728})`,
+		`{"memory": {"limit": 8589934592}}`:           `memory.limit: 8 GiB exceeds the largest memory allowed by profile restricted (4 GiB) (policy: "maxLimits": {"memory": 8589934592})`,
+		`{"cpu": {"period": 10000}}`:                  `cpu.period: 5 CPUs exceed the largest allowed by profile restricted (4)`,
+		`{"cpu": {"quota": 300000, "burst": 200000}}`: `cpu.burst: quota and burst make 5 CPUs in one period, more than profile restricted allows (4) (policy: "maxLimits": {"cpus": 5})`,
+		`{"unified": {"cpu.max": "50000 10000"}}`:     `unified["cpu.max"]: 5 CPUs exceed the largest allowed by profile restricted (4)`,
 	} {
 		_, items := checkUpdate(p, enforcedOf(u1Resources()), resources(t, doc), fromResources)
 		if len(items) != 1 || !strings.Contains(items[0].String(), want) {
 			t.Errorf("%s: items %v, want one containing %q", doc, items, want)
 		}
+	}
+}
+
+// A burst the cgroup has holds a new quota: the kernel refuses a quota
+// below it, and quota plus burst stays within the ceiling.
+func TestCheckUpdateBurstHoldsTheQuota(t *testing.T) {
+	p := mustPolicy(t, `{"profile": "restricted"}`)
+	cur := enforcedOf(u1Resources())
+	cur.Burst = 40000
+	for doc, want := range map[string]string{
+		`{"cpu": {"quota": 30000}}`:  "cpu.quota: the burst (40000 µs) is above the quota (30000 µs)",
+		`{"cpu": {"quota": -1}}`:     "cpu.quota: unlimited CPU is not allowed",
+		`{"cpu": {"quota": 390000}}`: "cpu.quota: quota and burst make 4.3 CPUs",
+	} {
+		_, items := checkUpdate(p, cur, resources(t, doc), fromResources)
+		if len(items) != 1 || !strings.Contains(items[0].String(), want) {
+			t.Errorf("%s: items %v, want one containing %q", doc, items, want)
+		}
+	}
+	next, items := checkUpdate(p, cur, resources(t, `{"cpu": {"quota": 200000, "burst": 200000}}`), fromResources)
+	if len(items) > 0 || next.Quota != 200000 || next.Burst != 200000 {
+		t.Errorf("4 CPUs with the burst: items %v, next %+v", items, next)
+	}
+	var r cgroups.Resources
+	next.apply(&r)
+	if r.CpuBurst == nil || *r.CpuBurst != 200000 {
+		t.Errorf("burst written %v", r.CpuBurst)
+	}
+	// Without a burst ever given, cpu.max.burst is never written.
+	r = cgroups.Resources{}
+	enforcedOf(u1Resources()).apply(&r)
+	if r.CpuBurst != nil {
+		t.Errorf("burst %d written though none was given", *r.CpuBurst)
+	}
+}
+
+// runc's update.bats: cgroup files by name are read as the fields they
+// are and checked like them; cpu.weight, memory.min and memory.high are
+// kept by name.
+func TestCheckUpdateUnified(t *testing.T) {
+	free := mustPolicy(t, `{"profile": "baseline", "maxLimits": {"memory": 0, "pids": 0, "cpus": 0}}`)
+	r := resources(t, `{"unified": {"cpu.max": "max 100000", "cpu.weight": "16", "pids.max": "10", "memory.max": "209715200", "memory.swap.max": "0", "memory.min": "1048576", "memory.low": "2097152", "cpuset.cpus": "1"}}`)
+	next, items := checkUpdate(free, enforcedOf(u1Resources()), r, fromResources)
+	if len(items) > 0 {
+		t.Fatal(items)
+	}
+	if next.Quota != -1 || next.Period != 100000 || next.Pids != 10 || next.Memory != 200*mib || next.Swap != 0 {
+		t.Errorf("next %+v", next)
+	}
+	if len(r.Unified) != 2 || r.Unified["cpu.weight"] != "16" || r.Unified["memory.min"] != "1048576" {
+		t.Errorf("kept by name: %v", r.Unified)
+	}
+	if *r.Memory.Reservation != 2*mib || r.CPU.Cpus != "1" {
+		t.Errorf("memory.low as %v, cpuset.cpus as %q", r.Memory.Reservation, r.CPU.Cpus)
+	}
+	nb, err := contractAfterUpdate(&libmaka.Boundary{Cgroup: libmaka.Cgroup{CPUShares: new(uint64)}}, next, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cg := nb.Cgroup; cg.CPUShares != nil || *cg.CPUWeight != 16 || *cg.MemoryMin != mib || *cg.MemoryReservation != 2*mib || cg.Cpus != "1" {
+		t.Errorf("contract cgroup %+v", cg)
+	}
+	// memory.swap.max is the swap alone; with unlimited memory, as is.
+	r = resources(t, `{"unified": {"memory.max": "max", "memory.swap.max": "1048576"}}`)
+	if next, items = checkUpdate(free, enforcedOf(u1Resources()), r, fromResources); len(items) > 0 || next.Memory != -1 || next.Swap != mib {
+		t.Errorf("items %v next %+v", items, next)
 	}
 }
 

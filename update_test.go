@@ -46,3 +46,18 @@ func TestMergeResourcesIdleWithoutShares(t *testing.T) {
 		t.Errorf("idle with shares: weight %d, want 8", cur.CpuWeight)
 	}
 }
+
+// A weight by name replaces shares and is replaced by them: the cgroup
+// manager writes Unified last, so a weight left there would undo later
+// shares.
+func TestMergeResourcesWeightByName(t *testing.T) {
+	cur := &cgroups.Resources{CpuWeight: 10, Unified: map[string]string{"cpu.weight": "42", "memory.min": "1"}}
+	mergeResources(cur, &cgroups.Resources{CpuShares: 1024, CpuWeight: 39})
+	if cur.CpuWeight != 39 || cur.Unified["cpu.weight"] != "" || cur.Unified["memory.min"] != "1" {
+		t.Errorf("after shares: weight %d, unified %v", cur.CpuWeight, cur.Unified)
+	}
+	mergeResources(cur, &cgroups.Resources{Unified: map[string]string{"cpu.weight": "16"}})
+	if cur.CpuWeight != 16 || cur.CpuShares != 0 || len(cur.Unified) != 1 {
+		t.Errorf("after a weight by name: weight %d shares %d unified %v", cur.CpuWeight, cur.CpuShares, cur.Unified)
+	}
+}

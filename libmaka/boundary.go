@@ -75,12 +75,22 @@ type Users struct {
 type Cgroup struct {
 	Path      string `json:"path"`
 	CPUPeriod uint64 `json:"cpuPeriod"`
-	// CPUShares is the relative weight (cpu.weight on cgroup v2).
-	CPUShares         *uint64 `json:"cpuShares,omitempty"`
-	CPUIdle           *int64  `json:"cpuIdle,omitempty"`
-	Cpus              string  `json:"cpus,omitempty"`
-	Mems              string  `json:"mems,omitempty"`
-	MemoryReservation *int64  `json:"memoryReservation,omitempty"`
+	// CPUShares is the relative weight in cgroup v1's terms (written as
+	// cpu.weight, converted); CPUWeight is cpu.weight itself, given by
+	// name (linux.resources.unified). At most one of the two is set.
+	CPUShares *uint64 `json:"cpuShares,omitempty"`
+	CPUWeight *uint64 `json:"cpuWeight,omitempty"`
+	// CPUBurst is cpu.max.burst: unused quota the sandbox may spend later,
+	// in µs per period. The quota plus the burst stays within the
+	// policy's CPU ceiling, so not even a burst exceeds it.
+	CPUBurst *uint64 `json:"cpuBurst,omitempty"`
+	CPUIdle  *int64  `json:"cpuIdle,omitempty"`
+	Cpus     string  `json:"cpus,omitempty"`
+	Mems     string  `json:"mems,omitempty"`
+	// MemoryReservation is memory.low; MemoryMin memory.min. Both protect
+	// the sandbox's memory from reclaim, at most up to its memory limit.
+	MemoryReservation *int64 `json:"memoryReservation,omitempty"`
+	MemoryMin         *int64 `json:"memoryMin,omitempty"`
 	// MemoryHigh throttles below the memory limit (-1: max).
 	MemoryHigh     *int64                     `json:"memoryHigh,omitempty"`
 	BlockIO        *specs.LinuxBlockIO        `json:"blockIO,omitempty"`

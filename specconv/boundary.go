@@ -676,6 +676,7 @@ func (c *checker) checkLimits() {
 	f := limitFields{
 		memory: "linux.resources.memory.limit", swap: "linux.resources.memory.swap",
 		pids: "linux.resources.pids.limit", quota: "linux.resources.cpu.quota", period: "linux.resources.cpu.period",
+		reservation: "linux.resources.memory.reservation",
 	}
 	c.foldUnified(r, &f)
 	def, max := c.policy.DefaultLimits, c.policy.MaxLimits
@@ -723,8 +724,20 @@ func (c *checker) checkLimits() {
 			c.reject(`linux.resources.unified["memory.high"]`, "", "%d is above the memory limit %d", n, mem)
 		}
 	}
-	if res := r.Memory.Reservation; res != nil && (*res < 0 || (mem > 0 && *res > mem)) {
-		c.reject("linux.resources.memory.reservation", "", "%d must be between 0 and the memory limit", *res)
+	// memory.min and memory.low (the reservation) keep memory from being
+	// reclaimed: never more than the sandbox may hold, nor, unlimited,
+	// more than the policy's ceiling.
+	protect := mem
+	if protect == 0 {
+		protect = max.Memory
+	}
+	if res := r.Memory.Reservation; res != nil && (*res < 0 || (protect > 0 && *res > protect)) {
+		c.reject(f.reservation, "", "%d must be between 0 and the memory limit", *res)
+	}
+	if v, ok := r.Unified["memory.min"]; ok && protect > 0 {
+		if n, _ := strconv.ParseInt(v, 10, 64); n > protect {
+			c.reject(`linux.resources.unified["memory.min"]`, "", "%d is above the memory limit %d", n, protect)
+		}
 	}
 	// pids.limit as runc maps it: absent is the policy's default, 0 is one
 	// pid (runc writes pids.max 1: systemd cannot say 0), a negative value
@@ -774,18 +787,41 @@ func (c *checker) checkLimits() {
 	if sh := r.CPU.Shares; sh != nil && (*sh < 2 || *sh > 262144) {
 		c.reject("linux.resources.cpu.shares", "", "%d is not between 2 and 262144", *sh)
 	}
+	// cpu.max.burst lets the sandbox spend unused quota later: the quota
+	// plus the burst is what it may take in one period, held to the
+	// policy's ceiling like the quota alone.
+	if bu := r.CPU.Burst; bu != nil && *bu > 0 {
+		quota := *r.CPU.Quota
+		switch {
+		case quota == 0:
+			c.reject("linux.resources.cpu.burst", "", "a burst needs a CPU quota")
+		case *bu > uint64(quota):
+			c.reject("linux.resources.cpu.burst", "", "%d µs is above the quota (%d µs): the kernel allows at most the quota", *bu, quota)
+		case max.Cpus > 0 && float64(uint64(quota)+*bu)/period > max.Cpus+1e-9:
+			cpus := float64(uint64(quota)+*bu) / period
+			c.reject("linux.resources.cpu.burst", fmt.Sprintf(`"maxLimits": {"cpus": %g}`, cpus),
+				"quota and burst make %g CPUs in one period, more than %s allows (%g)", cpus, c.profile(), max.Cpus)
+		}
+	}
 	if id := r.CPU.Idle; id != nil && *id != 0 && *id != 1 {
 		c.reject("linux.resources.cpu.idle", "", "%d is not 0 or 1", *id)
 	}
 }
 
 // limitFields names the config.json field each limit was read from.
-type limitFields struct{ memory, swap, pids, quota, period string }
+type limitFields struct{ memory, swap, pids, quota, period, reservation string }
 
 // unifiedKeys are the cgroup v2 files linux.resources.unified may set:
-// each is read as the limit it is, and checked like it.
-// memory.high only throttles below the memory limit, and is kept as it is.
-var unifiedKeys = []string{"cpu.max", "memory.high", "memory.max", "memory.swap.max", "pids.max"}
+// each is read as the field it is (cpu.max, memory.max, memory.swap.max,
+// pids.max as the limits; memory.low as the reservation; cpuset.cpus and
+// cpuset.mems as cpu.cpus and cpu.mems) and checked like it. memory.high
+// (throttles below the memory limit), memory.min (protects at most the
+// memory limit) and cpu.weight (a share, 1 to 10000) are kept as they are.
+var unifiedKeys = []string{"cpu.max", "cpu.weight", "cpuset.cpus", "cpuset.mems", "memory.high", "memory.low", "memory.max", "memory.min", "memory.swap.max", "pids.max"}
+
+// UnifiedKeys are the cgroup files linux.resources.unified (and update's
+// --resources) may name.
+func UnifiedKeys() []string { return slices.Clone(unifiedKeys) }
 
 // foldUnified reads linux.resources.unified into r's own fields: the
 // cgroup manager writes unified last, so a value left there would
@@ -844,6 +880,30 @@ func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
 			if n := limit(field, v, "pids"); n != nil {
 				r.Pids.Limit, f.pids = n, field
 			}
+		case "memory.low":
+			if n, ok := num(field, v); ok && n >= 0 {
+				r.Memory.Reservation, f.reservation = &n, field
+			} else if ok {
+				c.reject(field, "", "max would protect more than the memory limit")
+			}
+		case "memory.min":
+			if n, ok := num(field, v); ok && n >= 0 {
+				keep[k] = strconv.FormatInt(n, 10)
+			} else if ok {
+				c.reject(field, "", "max would protect more than the memory limit")
+			}
+		case "cpu.weight":
+			// As runc: given by name, the weight overrides cpu.shares.
+			if n, err := strconv.ParseUint(v, 10, 64); err != nil || n < 1 || n > 10000 {
+				c.reject(field, "", "%q is not a weight between 1 and 10000", v)
+			} else {
+				keep[k] = strconv.FormatUint(n, 10)
+				r.CPU.Shares = nil
+			}
+		case "cpuset.cpus":
+			r.CPU.Cpus = v
+		case "cpuset.mems":
+			r.CPU.Mems = v
 		case "cpu.max":
 			q, p, _ := strings.Cut(v, " ")
 			quota, ok := num(field, q)
@@ -1042,6 +1102,10 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 		if r.Memory != nil && r.Memory.Limit != nil {
 			b.Limits.Memory = *r.Memory.Limit
 			b.Cgroup.MemoryReservation = r.Memory.Reservation
+			if v, ok := r.Unified["memory.min"]; ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				b.Cgroup.MemoryMin = &n
+			}
 			if high, ok := r.Unified["memory.high"]; ok {
 				n := int64(-1)
 				if high != "max" {
@@ -1067,6 +1131,13 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 				}
 			}
 			b.Cgroup.CPUShares, b.Cgroup.CPUIdle, b.Cgroup.Cpus, b.Cgroup.Mems = c.Shares, c.Idle, c.Cpus, c.Mems
+			if c.Burst != nil && *c.Burst > 0 {
+				b.Cgroup.CPUBurst = c.Burst
+			}
+		}
+		if v, ok := r.Unified["cpu.weight"]; ok {
+			n, _ := strconv.ParseUint(v, 10, 64)
+			b.Cgroup.CPUWeight = &n
 		}
 		b.Cgroup.BlockIO, b.Cgroup.HugepageLimits, b.Cgroup.Rdma, b.Cgroup.Devices = r.BlockIO, r.HugepageLimits, r.Rdma, r.Devices
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -327,7 +328,8 @@ func FuzzParsePolicy(f *testing.F) {
 // FuzzToBoundary: any config.json compiles or is refused with named
 // fields, and an allowed one gives the kernel nothing beyond the policy:
 // the libcontainer configuration built from the Boundary keeps every
-// resource within the ceilings, writes no unified key but memory.high,
+// resource within the ceilings (a CPU burst too), writes no unified key
+// but memory.high and memory.min (at most the memory limit) and cpu.weight,
 // mounts only the root's own system filesystems (read-only /sys and
 // cgroup), tmpfs and allowed binds, keeps the masked and read-only floors,
 // holds only allowed capabilities and joins no namespace the policy does
@@ -391,8 +393,13 @@ func checkEnforced(t *testing.T, pol *libmaka.Policy, cfg *configs.Config) {
 		t.Fatalf("pids %v outside (0, %d]", r.PidsLimit, max.Pids)
 	case r.CpuQuota <= 0 || r.CpuPeriod == 0 || (max.Cpus > 0 && float64(r.CpuQuota)/float64(r.CpuPeriod) > max.Cpus+1e-9):
 		t.Fatalf("cpu %d/%d exceeds %g CPUs", r.CpuQuota, r.CpuPeriod, max.Cpus)
-	case r.CpuRtRuntime != 0 || r.CpuRtPeriod != 0 || r.CpuBurst != nil:
-		t.Fatal("real-time or burst CPU time reached the cgroup")
+	case r.CpuRtRuntime != 0 || r.CpuRtPeriod != 0:
+		t.Fatal("real-time CPU time reached the cgroup")
+	case r.CpuBurst != nil && (*r.CpuBurst > uint64(r.CpuQuota) ||
+		(max.Cpus > 0 && float64(uint64(r.CpuQuota)+*r.CpuBurst)/float64(r.CpuPeriod) > max.Cpus+1e-9)):
+		t.Fatalf("burst %d with cpu %d/%d exceeds the quota or %g CPUs", *r.CpuBurst, r.CpuQuota, r.CpuPeriod, max.Cpus)
+	case r.MemoryReservation < 0 || r.MemoryReservation > r.Memory:
+		t.Fatalf("memory.low %d outside [0, %d]", r.MemoryReservation, r.Memory)
 	}
 	if cfg.Seccomp == nil || cfg.Seccomp.DefaultAction == configs.Allow || cfg.Seccomp.DefaultAction == configs.Log {
 		t.Fatalf("seccomp %+v: not default-deny", cfg.Seccomp)
@@ -402,9 +409,14 @@ func checkEnforced(t *testing.T, pol *libmaka.Policy, cfg *configs.Config) {
 			t.Fatalf("%s allowed", sc.Name)
 		}
 	}
-	for k := range r.Unified {
-		if k != "memory.high" {
-			t.Fatalf("unified key %s reached the cgroup", k)
+	for k, v := range r.Unified {
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case k == "memory.high" && (v == "max" || (err == nil && n > 0 && n <= r.Memory)):
+		case k == "memory.min" && err == nil && n >= 0 && n <= r.Memory:
+		case k == "cpu.weight" && err == nil && n >= 1 && n <= 10000 && r.CpuShares == 0:
+		default:
+			t.Fatalf("unified %s=%q reached the cgroup", k, v)
 		}
 	}
 	if !strings.HasPrefix(cfg.Cgroups.Path, libmaka.OwnCgroupParent+"/") && !slices.ContainsFunc(pol.CgroupParents, func(p string) bool {

@@ -291,13 +291,14 @@ func ProcessOf(b *libmaka.Boundary) *specs.Process {
 }
 
 // resourcesOf is what is written to the cgroup: the limits from
-// b.Limits alone, the rest from b.Cgroup; no unified key but memory.high.
+// b.Limits alone, the rest from b.Cgroup; no unified key but memory.high,
+// memory.min and cpu.weight.
 func resourcesOf(b *libmaka.Boundary) *specs.LinuxResources {
 	l, c := b.Limits, b.Cgroup
 	r := &specs.LinuxResources{
 		Devices:        c.Devices,
 		Memory:         &specs.LinuxMemory{Reservation: c.MemoryReservation},
-		CPU:            &specs.LinuxCPU{Shares: c.CPUShares, Cpus: c.Cpus, Mems: c.Mems, Idle: c.CPUIdle},
+		CPU:            &specs.LinuxCPU{Shares: c.CPUShares, Burst: c.CPUBurst, Cpus: c.Cpus, Mems: c.Mems, Idle: c.CPUIdle},
 		Pids:           &specs.LinuxPids{},
 		BlockIO:        c.BlockIO,
 		HugepageLimits: c.HugepageLimits,
@@ -312,12 +313,24 @@ func resourcesOf(b *libmaka.Boundary) *specs.LinuxResources {
 		}
 		r.Memory.Limit, r.Memory.Swap = &mem, &swap
 	}
+	// The cgroup files the contract keeps by name (cgroups.Resources has
+	// no field for them); cpu.weight comes with no shares beside it.
+	unified := map[string]string{}
 	if c.MemoryHigh != nil {
-		high := "max"
+		unified["memory.high"] = "max"
 		if *c.MemoryHigh >= 0 {
-			high = strconv.FormatInt(*c.MemoryHigh, 10)
+			unified["memory.high"] = strconv.FormatInt(*c.MemoryHigh, 10)
 		}
-		r.Unified = map[string]string{"memory.high": high}
+	}
+	if c.MemoryMin != nil {
+		unified["memory.min"] = strconv.FormatInt(*c.MemoryMin, 10)
+	}
+	if c.CPUWeight != nil {
+		unified["cpu.weight"] = strconv.FormatUint(*c.CPUWeight, 10)
+		r.CPU.Shares = nil
+	}
+	if len(unified) > 0 {
+		r.Unified = unified
 	}
 	if l.Pids > 0 {
 		pids := l.Pids

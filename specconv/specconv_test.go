@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -186,6 +188,96 @@ func TestToLibcontainerResources(t *testing.T) {
 	r := out.Config.Cgroups.Resources
 	if r.Memory != mem || r.MemorySwap != swap || r.PidsLimit == nil || *r.PidsLimit != pids || r.CpuQuota != quota || r.CpuPeriod != period {
 		t.Errorf("resources = %+v", r)
+	}
+}
+
+// runc's cgroups.bats "resources.unified only" and "override": cgroup
+// files by name reach the cgroup as the fields they are (the limits, the
+// reservation, the cpuset) or, for memory.min, memory.high and cpu.weight,
+// by name; a weight by name overrides shares, as runc writes it last.
+func TestToLibcontainerUnifiedByName(t *testing.T) {
+	free, err := libmaka.ParsePolicy([]byte(`{"profile": "baseline", "maxLimits": {"memory": 0, "pids": 0, "cpus": 0}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := exampleSpec(t)
+	s.Root.Path = t.TempDir()
+	limit, shares, quota, period, burst := int64(33554432), uint64(3333), int64(40000), uint64(100000), uint64(5000)
+	s.Linux.Resources = &specs.LinuxResources{
+		Memory: &specs.LinuxMemory{Limit: &limit},
+		CPU:    &specs.LinuxCPU{Shares: &shares, Quota: &quota, Period: &period, Burst: &burst},
+		Unified: map[string]string{"memory.min": "131072", "memory.low": "524288", "memory.high": "20971520",
+			"memory.max": "41943040", "pids.max": "99", "cpu.max": "10000 100000", "cpu.weight": "42", "cpuset.cpus": "0", "cpuset.mems": "0"},
+	}
+	b, err := ToBoundary(s, free)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg := b.Cgroup
+	if cg.CPUShares != nil || *cg.CPUWeight != 42 || *cg.MemoryMin != 131072 || *cg.MemoryReservation != 524288 || *cg.MemoryHigh != 20971520 ||
+		*cg.CPUBurst != 5000 || cg.Cpus != "0" || cg.Mems != "0" || b.Limits.Memory != 41943040 || b.Limits.Pids != 99 || b.Limits.Cpus != 0.1 {
+		t.Errorf("contract: cgroup %+v limits %+v", cg, b.Limits)
+	}
+	convertable(t, b, "u1")
+	out, err := ToLibcontainer(testLease(b), Options{ID: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Config.Cgroups.Resources
+	want := map[string]string{"memory.min": "131072", "memory.high": "20971520", "cpu.weight": "42"}
+	if !maps.Equal(r.Unified, want) {
+		t.Errorf("unified %v, want %v", r.Unified, want)
+	}
+	if r.Memory != 41943040 || *r.PidsLimit != 99 || r.CpuQuota != 10000 || r.CpuPeriod != 100000 || r.CpuShares != 0 ||
+		r.MemoryReservation != 524288 || *r.CpuBurst != 5000 || r.CpusetCpus != "0" || r.CpusetMems != "0" {
+		t.Errorf("resources %+v", r)
+	}
+}
+
+// The values by name and the burst are held like the fields they are.
+func TestUnifiedByNameRefusals(t *testing.T) {
+	for unified, want := range map[string]string{
+		`{"memory.min": "2147483648"}`:                       `linux.resources.unified["memory.min"]: 2147483648 is above the memory limit 1073741824`,
+		`{"memory.min": "max"}`:                              `linux.resources.unified["memory.min"]: max would protect more`,
+		`{"memory.low": "2147483648"}`:                       `linux.resources.unified["memory.low"]: 2147483648 must be between 0 and the memory limit`,
+		`{"cpu.weight": "10001"}`:                            `linux.resources.unified["cpu.weight"]: "10001" is not a weight between 1 and 10000`,
+		`{"cpu.weight": "-1"}`:                               `"-1" is not a weight`,
+		`{"io.max": "8:0 rbps=1"}`:                           `linux.resources.unified["io.max"]: maka does not apply this cgroup file`,
+		`{"cpu.max": "100000 100000", "cpu.max.burst": "1"}`: `linux.resources.unified["cpu.max.burst"]: maka does not apply`,
+	} {
+		s := sandboxSpec(t)
+		s.Linux.Resources = &specs.LinuxResources{}
+		if err := json.Unmarshal([]byte(unified), &s.Linux.Resources.Unified); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ToBoundary(s, policy(t, "restricted"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want %q", unified, err, want)
+		}
+	}
+	for _, c := range []struct {
+		quota int64
+		burst uint64
+		want  string
+	}{
+		{100000, 100001, "linux.resources.cpu.burst: 100001 µs is above the quota (100000 µs)"},
+		{400000, 1000, `linux.resources.cpu.burst: quota and burst make 4.01 CPUs in one period, more than profile restricted allows (4) (policy: "maxLimits": {"cpus": 4.01})`},
+		{-1, 1000, "linux.resources.cpu.quota: an unlimited CPU quota is not allowed"},
+	} {
+		s := sandboxSpec(t)
+		period := uint64(100000)
+		s.Linux.Resources = &specs.LinuxResources{CPU: &specs.LinuxCPU{Quota: &c.quota, Period: &period, Burst: &c.burst}}
+		_, err := ToBoundary(s, policy(t, "restricted"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("quota %d burst %d: err %v, want %q", c.quota, c.burst, err, c.want)
+		}
+	}
+	// Within the ceiling a burst is allowed under restricted too.
+	s := sandboxSpec(t)
+	quota, period, burst := int64(100000), uint64(100000), uint64(100000)
+	s.Linux.Resources = &specs.LinuxResources{CPU: &specs.LinuxCPU{Quota: &quota, Period: &period, Burst: &burst}}
+	if b, err := ToBoundary(s, policy(t, "restricted")); err != nil || *b.Cgroup.CPUBurst != burst {
+		t.Errorf("1 CPU with a burst of 1: %v", err)
 	}
 }
 

@@ -61,30 +61,48 @@ refused() {
   refused 'linux.resources.unified["pids.max"]' '.linux.resources.unified = {"pids.max": "max"}'
   refused 'linux.resources.unified["cpu.max"]' '.linux.resources.unified = {"cpu.max": "max 100000"}'
   refused 'linux.resources.unified["io.max"]' '.linux.resources.unified = {"io.max": "8:0 rbps=1"}'
+  refused 'linux.resources.unified["memory.min"]: 2147483648 is above the memory limit' '.linux.resources.unified = {"memory.min": "2147483648"}'
+  refused 'linux.resources.unified["cpu.weight"]' '.linux.resources.unified = {"cpu.weight": "0"}'
+  refused 'linux.resources.cpu.burst: quota and burst make 4.01 CPUs' '.linux.resources.cpu = {quota: 400000, period: 100000, burst: 1000}'
   refused 'mounts[10].options[1]' '.mounts += [{destination: "/big", type: "tmpfs", source: "tmpfs", options: ["size=1m", "nr_blocks=100000000"]}]'
   refused 'mounts[10].options[0]' '.mounts += [{destination: "/big", type: "tmpfs", source: "tmpfs", options: ["nr_inodes=0"]}]'
 
-  # What unified may say is read as the limit it is, checked, and written
-  # from the contract: swap 0 is memory.swap.max 0, not "not set".
+  # What unified may say is read as the field it is, checked, and written
+  # from the contract: swap 0 is memory.swap.max 0, not "not set". As runc's
+  # cgroups.bats "resources.unified override": a weight by name overrides
+  # shares; memory.min is kept by name, memory.low is the reservation.
   make_bundle "$BATS_TEST_TMPDIR/lim" sleep 100
   update_config "$BATS_TEST_TMPDIR/lim" '.linux.resources.memory = {limit: (256 * $mib), swap: 0}
-    | .linux.resources.unified = {"pids.max": "100", "cpu.max": "50000 100000"}
+    | .linux.resources.cpu = {shares: 3333, burst: 20000}
+    | .linux.resources.unified = {"pids.max": "100", "cpu.max": "50000 100000", "cpu.weight": "42",
+        "memory.min": "131072", "memory.low": "524288", "cpuset.cpus": "0"}
     | .mounts |= map(if .destination == "/tmp" then .options = ["size=1m", "nr_blocks=512"] else . end)' \
     --argjson mib "$MiB"
   run maka boundary --bundle "$BATS_TEST_TMPDIR/lim" --format json
   [ "$status" -eq 0 ]
   jq -e '.limits.memory == 268435456 and .limits.swap == 0 and .limits.pids == 100 and .limits.cpus == 0.5' <<<"$output"
   jq -e 'any(.writable[]; .path == "/tmp" and .size == 2097152)' <<<"$output"
-  # The document libcontainer is handed says the same, and has no unified.
+  jq -e '.cgroup | .cpuWeight == 42 and .cpuShares == null and .cpuBurst == 20000 and .memoryMin == 131072
+         and .memoryReservation == 524288 and .cpus == "0"' <<<"$output"
+  run maka boundary --bundle "$BATS_TEST_TMPDIR/lim"
+  [[ "$output" == *"cpu.weight 42, cpu.max.burst 20000 µs, cpuset.cpus 0, memory.min 128 KiB, memory.low 512 KiB"* ]]
+  # The document libcontainer is handed says the same; by name only what
+  # no field can say.
   run maka boundary --bundle "$BATS_TEST_TMPDIR/lim" --format oci
   [ "$status" -eq 0 ]
   jq -e '.linux.resources | .memory.limit == 268435456 and .memory.swap == 268435456
-         and .pids.limit == 100 and .cpu.quota == 50000 and .unified == null' <<<"$output"
+         and .pids.limit == 100 and .cpu.quota == 50000 and .cpu.shares == null and .cpu.burst == 20000
+         and .unified == {"cpu.weight": "42", "memory.min": "131072"}' <<<"$output"
   maka_io create --bundle "$BATS_TEST_TMPDIR/lim" c-lim
   [ "$(cgroup_file c-lim memory.max)" = 268435456 ]
   [ "$(cgroup_file c-lim memory.swap.max)" = 0 ]
   [ "$(cgroup_file c-lim pids.max)" = 100 ]
   [ "$(cgroup_file c-lim cpu.max)" = "50000 100000" ]
+  [ "$(cgroup_file c-lim cpu.max.burst)" = 20000 ]
+  [ "$(cgroup_file c-lim cpu.weight)" = 42 ]
+  [ "$(cgroup_file c-lim memory.min)" = 131072 ]
+  [ "$(cgroup_file c-lim memory.low)" = 524288 ]
+  [ "$(cgroup_file c-lim cpuset.cpus)" = 0 ]
   maka delete --force c-lim
 }
 

@@ -117,14 +117,18 @@ refused() {
   want="--cpu-period: 5 CPUs exceed" refused --cpu-period 10000
   refused --cpu-rt-period 1000000
   refused --cpu-rt-runtime 950000
-  refused --cpu-burst 1000
+  want="--cpu-burst: the burst (60000 µs) is above the quota (50000 µs)" refused --cpu-burst 60000
+  want="--cpu-burst: quota and burst make 4.2 CPUs" refused --cpu-quota 390000 --cpu-burst 30000
   [ "$(snapshot)" = "$base" ]
 }
 
-@test "update --resources is held to the same ceilings: unified cgroup files and unmodelled values are refused" {
+@test "update --resources is held to the same ceilings: cgroup files by name as their fields, and unmodelled values are refused" {
   local doc
   base=$(snapshot)
-  for doc in '{"unified": {"memory.max": "max"}}' '{"unified": {"pids.max": "max", "cpu.max": "max 100000"}}' \
+  want='--resources unified["memory.max"]: unlimited memory' refused -r - <<<'{"unified": {"memory.max": "max"}}'
+  want='--resources unified["memory.min"]: 4294967296 is above the memory limit' refused -r - <<<'{"unified": {"memory.min": "4294967296"}}'
+  for doc in '{"unified": {"pids.max": "max", "cpu.max": "max 100000"}}' '{"unified": {"io.max": "8:0 rbps=1"}}' \
+      '{"unified": {"cpu.weight": "0"}}' '{"unified": {"memory.high": "0"}}' \
       '{"cpu": {"realtimeRuntime": 1000}}' '{"hugepageLimits": [{"pageSize": "2MB", "limit": 1073741824}]}' \
       '{"blockIO": {"throttleReadBpsDevice": [{"major": 8, "minor": 0, "rate": 1}]}}'; do
     want="--resources" refused --resources - <<<"$doc"
@@ -366,4 +370,51 @@ EOF
     [ "$(cat "$d/cpu.idle")" = "$v" ]
   done
   teardown_container u-free
+}
+
+@test "update -r with cgroup files by name, as runc's update.bats: each is written, held like its field and shown in the contract; --cpu-burst" {
+  local rec
+  rec=$(find "$MAKA_STATE_DIR" -name u1.json -path '*/records/*')
+  run maka update -r - u1 <<<'{"unified": {"cpu.max": "100000 100000", "cpu.weight": "16", "pids.max": "10", "cpuset.cpus": "1",
+    "memory.min": "1048576", "memory.low": "2097152", "memory.high": "104857600"}}'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  expect cpu.max "100000 100000"
+  expect cpu.weight 16
+  expect pids.max 10
+  expect cpuset.cpus 1
+  expect memory.min 1048576
+  expect memory.low 2097152
+  expect memory.high 104857600
+  jq -e '.boundary | .limits.pids == 10 and .limits.cpus == 1 and .cgroup.cpuWeight == 16 and .cgroup.cpuShares == null
+         and .cgroup.memoryMin == 1048576 and .cgroup.memoryReservation == 2097152 and .cgroup.memoryHigh == 104857600
+         and .cgroup.cpus == "1"' "$rec"
+  # Shares given later replace the weight by name (which the cgroup
+  # manager would otherwise write again, last).
+  run maka update --cpu-share 512 u1
+  [ "$status" -eq 0 ]
+  expect cpu.weight 59
+  jq -e '.boundary.cgroup | .cpuShares == 512 and .cpuWeight == null' "$rec"
+  run maka update --pids-limit 11 u1
+  [ "$status" -eq 0 ]
+  expect cpu.weight 59
+  # A burst: written, kept by later updates, held to the quota and to the
+  # CPU ceiling with the quota (4 CPUs under this policy), cleared by 0.
+  run maka update --cpu-burst 50000 u1
+  [ "$status" -eq 0 ]
+  expect cpu.max.burst 50000
+  jq -e '.boundary.cgroup.cpuBurst == 50000' "$rec"
+  run maka update --memory 120M u1
+  [ "$status" -eq 0 ]
+  expect cpu.max.burst 50000
+  base=$(snapshot)
+  want="--cpu-quota: the burst (50000 µs) is above the quota (40000 µs)" refused --cpu-quota 40000
+  want="--cpu-quota: quota and burst make 4.3 CPUs" refused --cpu-quota 380000
+  [ "$(snapshot)" = "$base" ]
+  run maka update --cpu-burst 0 u1
+  [ "$status" -eq 0 ]
+  expect cpu.max.burst 0
+  jq -e '.boundary.cgroup.cpuBurst == null' "$rec"
+  run maka update --cpuset-cpus 0-1 u1
+  [ "$status" -eq 0 ]
 }
