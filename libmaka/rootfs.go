@@ -266,9 +266,11 @@ func (op *Op) BuildRoot(b *Boundary) error {
 	return nil
 }
 
-// coveredDirs are the destinations a mount covers whole (the root's
-// entry there is hidden): the scaffold makes an empty directory instead
-// of binding what would be hidden.
+// coveredDirs are the destinations a mount covers whole and the masked
+// paths (the root's entry there is hidden): the scaffold makes an empty
+// mount point instead of binding what would be hidden. A masked entry so
+// is never reachable in the sandbox, not even before its mask is made, and
+// the mask is the one mount there (runc's mask.bats counts them).
 func coveredDirs(b *Boundary) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range b.Mounts {
@@ -279,6 +281,11 @@ func coveredDirs(b *Boundary) map[string]bool {
 		}
 		d := strings.TrimLeft(filepath.Clean("/"+m.Destination), "/")
 		if d != "" {
+			out[d] = true
+		}
+	}
+	for _, p := range b.MaskedPaths {
+		if d := strings.TrimLeft(filepath.Clean("/"+p), "/"); d != "" {
 			out[d] = true
 		}
 	}
@@ -426,6 +433,9 @@ func (s *scaffolder) entry(p string) error {
 		f.Close()
 		if err := s.chown(dst, fi); err != nil {
 			return err
+		}
+		if s.covered[p] {
+			return nil // masked: the mask is bound on the empty file
 		}
 	}
 	s.binds = append(s.binds, p)

@@ -269,3 +269,49 @@ func TestBuildRootTmpcopyup(t *testing.T) {
 		t.Errorf("binds %v: /tmp (covered, empty) bound", binds)
 	}
 }
+
+// runc's mask.bats "[duplicate paths]": a masked entry of the root is not
+// bound into the scaffold (the mask would be a second mount there, and what
+// it hides would be reachable until the mask is made); the scaffold holds
+// an empty mount point of its kind for the mask.
+func TestBuildRootMaskedEntries(t *testing.T) {
+	rt, _ := testStore(t)
+	root := imageRoot(t)
+	if err := os.Mkdir(filepath.Join(root, "testdir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "testdir/secret"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "testfile"), []byte("Forbidden information!"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	op, err := rt.Begin("s", "create")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.End()
+	b := &Boundary{
+		Rootfs:      Rootfs{Path: root, Readonly: true, Missing: []string{"run"}},
+		Mounts:      []specs.Mount{{Destination: "/run", Type: "tmpfs"}},
+		MaskedPaths: []string{"/proc/kcore", "/testdir", "/testfile", "/etc/passwd"},
+	}
+	if err := op.BuildRoot(b); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range b.Rootfs.Binds {
+		switch m.Destination {
+		case "/testdir", "/testfile", "/etc/passwd":
+			t.Errorf("masked %s bound from the root", m.Destination)
+		}
+	}
+	for p, want := range map[string]os.FileMode{"testdir": os.ModeDir | 0o755, "testfile": 0o644} {
+		fi, err := os.Lstat(filepath.Join(b.Rootfs.Scaffold, p))
+		if err != nil || fi.Mode() != want || (!fi.IsDir() && fi.Size() != 0) {
+			t.Fatalf("%s: %v %v, want an empty mount point %v", p, fi, err, want)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(b.Rootfs.Scaffold, "testdir")); len(entries) != 0 {
+		t.Errorf("masked /testdir holds %v", entries)
+	}
+}

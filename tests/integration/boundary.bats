@@ -199,6 +199,11 @@ tree_sum() {
   cp -a "$MAKA_ROOTFS" "$img"
   rm -rf "${img:?}/run" "$img/maka" "$img/tmp" "$img/mnt" "$img/var/run"
   ln -s ../run "$img/var/run"
+  # and masked entries (runc's mask.bats): never bound from the root, the
+  # mask the one mount there
+  mkdir "$img/testdir"
+  echo secret > "$img/testdir/secret"
+  echo "Forbidden information!" > "$img/testfile"
   mkdir -p "$ro"
   mount --bind "$img" "$ro"
   mount -o remount,bind,ro "$ro"
@@ -206,8 +211,10 @@ tree_sum() {
   before=$(tree_sum "$img")
   make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'echo ok > /tmp/f && cat /tmp/f; cd /maka/work && pwd;
     test -d /nowhere && test -d /a/b/c && test -d /run/x && echo dirs-ok;
-    touch /pwn /etc/pwn /a/pwn 2>&1 | grep -c "Read-only file system"; stat -c "%u %a" / /etc /usr/bin/busybox; ls /'
+    touch /pwn /etc/pwn /a/pwn 2>&1 | grep -c "Read-only file system"; stat -c "%u %a" / /etc /usr/bin/busybox; ls /;
+    echo mask: $(cat /testfile | wc -c) $(ls -A /testdir | wc -l) $(grep -c " /testfile " /proc/self/mountinfo) $(grep -c " /testdir " /proc/self/mountinfo)'
   update_config "$BATS_TEST_TMPDIR/b" '.root.path = $ro
+    | .linux.maskedPaths += ["/testdir", "/testfile"]
     | .mounts += [{destination: "/nowhere", type: "tmpfs", source: "tmpfs", options: ["size=1m"]},
                   {destination: "/a/b/c", type: "tmpfs", source: "tmpfs", options: ["size=1m"]},
                   {destination: "/var/run/x", type: "tmpfs", source: "tmpfs", options: ["size=1m"]}]' \
@@ -231,6 +238,7 @@ tree_sum() {
   for e in a bin etc maka nowhere run tmp usr var; do
     [[ " $(echo "${lines[@]:7}") " == *" $e "* ]]
   done
+  [ "${lines[-1]}" = "mask: 0 0 1 1" ]
   [ "$(tree_sum "$img")" = "$before" ]
   # Nothing left: no record, no scaffold.
   [ ! -e "$MAKA_ROOT/bd-ro" ]
