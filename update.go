@@ -27,9 +27,13 @@ precedence. Only what is given changes.
 
 Every value is held to the policy the container was created under (its
 contract record): a value above a ceiling, "unlimited" (-1) where the policy
-has a ceiling, and what maka's contract does not model (real-time CPU, CPU
-burst, unified cgroup files, hugepages, per-device block IO, Intel RDT) are
-refused with BOUNDARY_REJECTED, and nothing changes. An accepted update
+has a ceiling, and what maka's contract does not model (real-time CPU,
+hugepages, per-device block IO, Intel RDT, cgroup files by name other than
+memory.max, memory.swap.max, memory.low, memory.min, memory.high, pids.max,
+cpu.max, cpu.weight, cpuset.cpus and cpuset.mems) are refused with
+BOUNDARY_REJECTED, and nothing changes. Cgroup files by name are checked as
+the fields they are; a CPU burst stays within the quota, and quota plus
+burst within the CPU ceiling. An accepted update
 republishes the contract's limits. Without --memory-swap, the swap beyond
 memory stays what the contract says.
 
