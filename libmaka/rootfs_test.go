@@ -245,22 +245,11 @@ func TestBuildRootTmpcopyup(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "dir1/dir2"), 0o777); err != nil {
 		t.Fatal(err)
 	}
-	op, err := rt.Begin("s", "create")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer op.End()
 	b := &Boundary{
 		Rootfs: Rootfs{Path: root, Readonly: true, Missing: []string{"run"}},
 		Mounts: []specs.Mount{{Destination: "/dir1", Type: "tmpfs", Options: []string{"tmpcopyup"}}, {Destination: "/tmp", Type: "tmpfs"}, {Destination: "/run", Type: "tmpfs"}},
 	}
-	if err := op.BuildRoot(b); err != nil {
-		t.Fatal(err)
-	}
-	var binds []string
-	for _, m := range b.Rootfs.Binds {
-		binds = append(binds, m.Destination)
-	}
+	binds := buildScaffold(t, rt, b)
 	// Bound, or (holding only empty directories) re-created with them.
 	if _, err := os.Stat(filepath.Join(b.Rootfs.Scaffold, "dir1/dir2")); err != nil && !slices.Contains(binds, "/dir1") {
 		t.Errorf("binds %v, %v: /dir1 (tmpcopyup) neither bound nor re-created with its content", binds, err)
@@ -286,23 +275,15 @@ func TestBuildRootMaskedEntries(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "testfile"), []byte("Forbidden information!"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	op, err := rt.Begin("s", "create")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer op.End()
 	b := &Boundary{
 		Rootfs:      Rootfs{Path: root, Readonly: true, Missing: []string{"run"}},
 		Mounts:      []specs.Mount{{Destination: "/run", Type: "tmpfs"}},
 		MaskedPaths: []string{"/proc/kcore", "/testdir", "/testfile", "/etc/passwd"},
 	}
-	if err := op.BuildRoot(b); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range b.Rootfs.Binds {
-		switch m.Destination {
+	for _, d := range buildScaffold(t, rt, b) {
+		switch d {
 		case "/testdir", "/testfile", "/etc/passwd":
-			t.Errorf("masked %s bound from the root", m.Destination)
+			t.Errorf("masked %s bound from the root", d)
 		}
 	}
 	for p, want := range map[string]os.FileMode{"testdir": os.ModeDir | 0o755, "testfile": 0o644} {
@@ -314,4 +295,23 @@ func TestBuildRootMaskedEntries(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Join(b.Rootfs.Scaffold, "testdir")); len(entries) != 0 {
 		t.Errorf("masked /testdir holds %v", entries)
 	}
+}
+
+// buildScaffold builds b's root scaffold in a create of id "s" (ended when
+// the test ends) and returns the destinations bound from the root.
+func buildScaffold(t *testing.T, rt *Runtime, b *Boundary) []string {
+	t.Helper()
+	op, err := rt.Begin("s", "create")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(op.End)
+	if err := op.BuildRoot(b); err != nil {
+		t.Fatal(err)
+	}
+	var binds []string
+	for _, m := range b.Rootfs.Binds {
+		binds = append(binds, m.Destination)
+	}
+	return binds
 }
