@@ -3,12 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/maka-runtime/maka/libmaka"
-	"github.com/maka-runtime/maka/libmaka/monitor"
-	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/urfave/cli/v2"
 )
 
@@ -67,22 +63,8 @@ EXAMPLE:
 			return err
 		}
 		libmaka.CrashPoint("delete:record-published")
-		if status != libmaka.Stopped {
-			if err := ctr.Kill(sandbox.KillTimeout); err != nil {
-				return err
-			}
-		}
-		monitor.Stop(ctr.StateDir())
-		libmaka.CrashPoint("delete:mid-delete")
-		if err := ctr.Destroy(); err != nil {
-			// A failing poststop hook runs after the cgroup and the
-			// state are gone: the container is, so is its record.
-			if _, serr := os.Stat(filepath.Join(rt.Root, id)); errors.Is(serr, os.ErrNotExist) {
-				_ = op.Drop()
-			}
-			return err
-		}
-		libmaka.CrashPoint("delete:state-removed")
-		return op.Drop()
+		// A failing poststop hook runs once the cgroup and the state are
+		// gone: the record goes, and delete still fails, as runc's.
+		return op.Teardown(ctr, nil)
 	},
 }

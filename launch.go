@@ -181,8 +181,9 @@ func endForeground(rt *libmaka.Runtime, ctr *libmaka.Container, keep bool) {
 	if keep {
 		err = op.Commit(libmaka.StageRunning, false)
 	} else {
-		sandbox.Destroy(ctr)
-		err = op.Drop()
+		// A teardown that fails keeps the record and the lease: this
+		// process's end makes it an orphan that recover reaps.
+		err = op.Teardown(ctr, nil)
 	}
 	if err != nil {
 		logrus.Warn(err)

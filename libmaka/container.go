@@ -331,6 +331,9 @@ func (c *Container) CgroupPath() string {
 // timeout) for its init to be gone. A container whose init already exited
 // is not an error.
 func (c *Container) Kill(timeout time.Duration) error {
+	if err := Fault("kill"); err != nil {
+		return fmt.Errorf("kill %s: %w", c.ID(), err)
+	}
 	// Only the cgroup maka created (its recorded id) is killed.
 	cg, err := c.ownedCgroup()
 	if err != nil {

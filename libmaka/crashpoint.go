@@ -46,3 +46,16 @@ func CrashWanted(stage string) bool {
 	want := os.Getenv(CrashEnv)
 	return want != "" && want == stage && strings.Contains(stage, ":")
 }
+
+// FaultEnv names the other test-only injection: MAKA_TEST_FAIL_AT=STEP
+// makes STEP fail with an error (maka goes on), so that tests can prove
+// what a failing step keeps. Steps: kill (Container.Kill, every call).
+const FaultEnv = "MAKA_TEST_FAIL_AT"
+
+// Fault returns an error if MAKA_TEST_FAIL_AT names step.
+func Fault(step string) error {
+	if want := os.Getenv(FaultEnv); want == "" || want != step {
+		return nil
+	}
+	return fmt.Errorf("%s=%s: injected failure", FaultEnv, step)
+}

@@ -12,49 +12,8 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"github.com/opencontainers/cgroups"
-	"github.com/opencontainers/runc/libcontainer"
-	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 )
-
-// reapWait bounds how long reaping waits for killed processes to go.
-const reapWait = 10 * time.Second
-
-// reap removes everything rec's container may hold, in the order that
-// cannot leak: the processes (cgroup.kill) and the cgroup, the mounts and
-// the runtime state, and the record last, only once the rest is gone. A
-// failure leaves the record in place for the next try. Call it holding
-// the id's lock.
-func (rt *Runtime) reap(lock *Lock, rec *ContainerRecord) error {
-	stateDir := filepath.Join(rec.Root, rec.ID)
-	// libcontainer's own teardown first when its state loads: it knows the
-	// init (even outside the cgroup) and runs the poststop hooks.
-	if lc, err := libcontainer.Load(rec.Root, rec.ID); err == nil {
-		c := &Container{Container: lc, rt: rt}
-		if err := c.Kill(reapWait); err != nil {
-			return err
-		}
-		if err := c.Destroy(); err != nil {
-			// Checked below: what matters is that the cgroup and the
-			// state are gone (a failing poststop hook runs last).
-			logrus.Warnf("container %s: %v", rec.ID, err)
-		}
-	}
-	if err := killCgroup(rec.CgroupPath, rec.CgroupID, rec.Created, reapWait); err != nil {
-		return err
-	}
-	if err := unmountBelow(stateDir); err != nil {
-		return err
-	}
-	if err := lock.store.Archive(rec.ID, rec.Created, stateDir); err != nil {
-		logrus.Warnf("container %s: %v", rec.ID, err)
-	}
-	if err := os.RemoveAll(stateDir); err != nil {
-		return fmt.Errorf("container %s: remove state: %w", rec.ID, err)
-	}
-	// No process of the sandbox is left: Drop gives its ids back.
-	return lock.Drop()
-}
 
 // killCgroup kills every process of the cgroup at path, waits for them to
 // go and removes it (and any cgroups below it). A missing cgroup is done.

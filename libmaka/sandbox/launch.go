@@ -19,8 +19,8 @@ import (
 )
 
 // KillTimeout bounds how long a failed launch or a removal waits for a
-// killed init to go.
-const KillTimeout = 10 * time.Second
+// killed init to go: the teardown's.
+const KillTimeout = libmaka.KillTimeout
 
 // Launch is one sandbox to create and, with Start, to start.
 type Launch struct {
@@ -135,12 +135,12 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	}
 	s := &Launched{Container: ctr}
 	var w *watch
-	// One cleanup for every failure from here on: the monitor stops and
-	// the container goes (op.End removes the record, lease and scaffold).
+	// One cleanup for every failure from here on: the monitor stops here,
+	// and op.End, finding the create uncommitted, tears the container
+	// down (libmaka's one teardown: processes, cgroup, state, record).
 	defer func() {
 		if err != nil {
 			w.abort()
-			Destroy(ctr)
 		}
 	}()
 	// The monitor listens before the init starts: libcontainer hands it
@@ -229,17 +229,6 @@ func Poststart(ctr *libmaka.Container) error {
 		return fmt.Errorf("container %s: %w", ctr.ID(), err)
 	}
 	return nil
-}
-
-// Destroy kills and removes a container (a failed launch, a foreground
-// run's end); errors are only logged, the caller has a better one.
-func Destroy(ctr *libmaka.Container) {
-	if err := ctr.Kill(KillTimeout); err != nil {
-		logrus.Warn(err)
-	}
-	if err := ctr.Destroy(); err != nil {
-		logrus.Warn(err)
-	}
 }
 
 // enforce leases the sandbox's ids (under op, the id's lock: the lease is

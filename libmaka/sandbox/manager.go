@@ -302,16 +302,10 @@ func (s *Sandbox) destroyLocked() (err error) {
 	if !op.OwnedBySelf() {
 		return nil
 	}
-	kerr := ctr.Kill(KillTimeout)
-	_ = s.launched.Finish() // why its monitor killed it: moot, it is being removed
-	if err := ctr.Destroy(); err != nil {
+	// Why its monitor killed it is moot once it is being removed.
+	finish := func() { _ = s.launched.Finish() }
+	if err := op.Teardown(ctr, finish); err != nil {
 		return fmt.Errorf("destroy %s: %w", ctr.ID(), err)
-	}
-	if err := op.Drop(); err != nil {
-		return err
-	}
-	if kerr != nil {
-		return fmt.Errorf("destroy %s: %w", ctr.ID(), kerr)
 	}
 	return nil
 }

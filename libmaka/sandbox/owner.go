@@ -216,11 +216,5 @@ func disposeInstance(rt *libmaka.Runtime, id string, created time.Time) error {
 	if err != nil {
 		return err
 	}
-	if err := ctr.Kill(KillTimeout); err != nil {
-		return err
-	}
-	if err := ctr.Destroy(); err != nil {
-		return err
-	}
-	return op.Drop()
+	return op.Teardown(ctr, nil)
 }

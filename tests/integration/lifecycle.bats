@@ -121,6 +121,23 @@ gone() {
   gone lc2 ""
 }
 
+@test "a foreground run whose teardown cannot kill keeps its record and id lease for recover" {
+  make_bundle "$BATS_TEST_TMPDIR/b" true
+  # Under restricted, so that the run leases a block of ids.
+  echo '{"profile": "restricted"}' >"$BATS_TEST_TMPDIR/restricted.json"
+  # MAKA_TEST_FAIL_AT=kill: every kill of this maka fails (test-only).
+  MAKA_POLICY=$BATS_TEST_TMPDIR/restricted.json MAKA_TEST_FAIL_AT=kill run maka run --bundle "$BATS_TEST_TMPDIR/b" lc9
+  [[ "$output" == *"MAKA_TEST_FAIL_AT=kill"* ]]
+  # Nothing is given up while a process of the sandbox might live: the
+  # record and the block of ids it leased stay, for recover.
+  [ -n "$(find "$MAKA_STATE_DIR" -name lc9.json)" ]
+  [ -n "$(find "$MAKA_STATE_DIR" -path '*/ids/*' -exec grep -l '"lc9"' {} + 2>/dev/null)" ]
+  run maka recover
+  [ "$status" -eq 0 ]
+  assert_nothing_left lc9
+  [ -z "$(find "$MAKA_STATE_DIR" -path '*/ids/*' -exec grep -l '"lc9"' {} + 2>/dev/null)" ]
+}
+
 @test "state: every OCI field (annotations from config.json, created in RFC 3339), nothing on stderr; list shows the same" {
   local b=$BATS_TEST_TMPDIR/b t0
   make_bundle "$b" sh -c "$TERMABLE"

@@ -1,0 +1,101 @@
+package libmaka
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/maka-runtime/maka/libmaka/monitor"
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/sirupsen/logrus"
+)
+
+// KillTimeout bounds how long a teardown waits for a killed sandbox's
+// processes to be gone.
+const KillTimeout = 10 * time.Second
+
+// Teardown ends the sandbox of op's id: every path that ends one (delete,
+// a foreground run's end, the Go API's Destroy and purge) calls it, and
+// recover and a failed create reach the same routine (reap). ctr is the
+// loaded container, or nil to load it here. afterKill, if set, runs once
+// no process of the sandbox is left (the Go API collects its monitor's
+// verdict there).
+//
+// The order cannot leak: the processes first, then the monitor, the
+// cgroup, the mounts and the state, and the record with its lease of ids
+// last. A step that fails stops the teardown and keeps the record and the
+// lease, so that no id block is handed out again while a process of the
+// sandbox may live, and `maka recover` retries. A failing poststop hook
+// (it runs once the rest is gone) is returned after the record is dropped.
+func (op *Op) Teardown(ctr *Container, afterKill func()) error {
+	gone, err := op.rt.teardown(op.lock, op.ID, op.Record, ctr, afterKill, op.Command)
+	if gone {
+		op.Record, op.committed = nil, true
+	}
+	return err
+}
+
+// reap is Teardown for a record whose owner is gone (recover, a command
+// meeting an orphan, a create that failed): the same steps, under lock.
+func (rt *Runtime) reap(lock *Lock, rec *ContainerRecord) error {
+	gone, err := rt.teardown(lock, rec.ID, rec, nil, nil, "reap")
+	if gone && err != nil {
+		// The sandbox is gone; only its poststop hook failed.
+		logrus.Warnf("container %s: %v", rec.ID, err)
+		return nil
+	}
+	return err
+}
+
+// teardown is the one routine behind Teardown and reap. gone reports that
+// the record was dropped (err may then be a poststop hook's failure).
+func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Container, afterKill func(), command string) (gone bool, err error) {
+	stateDir := filepath.Join(rt.Root, id)
+	// libcontainer's own teardown first when its state loads: it knows the
+	// init (even outside the cgroup) and runs the poststop hooks.
+	if ctr == nil {
+		if lc, lerr := libcontainer.Load(rt.Root, id); lerr == nil {
+			ctr = &Container{Container: lc, rt: rt}
+		}
+	}
+	if ctr != nil {
+		if err := ctr.Kill(KillTimeout); err != nil {
+			return false, err
+		}
+	}
+	if afterKill != nil {
+		afterKill()
+	}
+	monitor.Stop(stateDir)
+	CrashPoint(command + ":mid-delete")
+	var hookErr error
+	if ctr != nil {
+		// A failure here is checked below: what matters is that the
+		// cgroup and the state are gone (a failing poststop hook runs
+		// last, after both).
+		hookErr = ctr.Destroy()
+	}
+	if rec != nil {
+		if err := killCgroup(rec.CgroupPath, rec.CgroupID, rec.Created, KillTimeout); err != nil {
+			return false, err
+		}
+	}
+	if err := unmountBelow(stateDir); err != nil {
+		return false, err
+	}
+	if _, serr := os.Stat(stateDir); serr == nil && rec != nil {
+		if err := lock.store.Archive(id, rec.Created, stateDir); err != nil {
+			logrus.Warnf("container %s: %v", id, err)
+		}
+	}
+	if err := os.RemoveAll(stateDir); err != nil {
+		return false, fmt.Errorf("container %s: remove state: %w", id, err)
+	}
+	CrashPoint(command + ":state-removed")
+	// No process of the sandbox is left: Drop gives its ids back.
+	if err := lock.Drop(); err != nil {
+		return false, err
+	}
+	return true, hookErr
+}
