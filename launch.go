@@ -9,6 +9,7 @@ import (
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
+	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runc/libcontainer"
@@ -87,6 +88,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	if err != nil {
 		return 1, err
 	}
+	phase.Mark("compile and check")
 	process, err := sandbox.InitProcess(boundary)
 	if err != nil {
 		return 1, err
@@ -102,6 +104,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		return 1, err
 	}
 	defer io.close()
+	phase.Mark("process and stdio")
 
 	var fwd *signalForwarder
 	if !detach {
@@ -145,9 +148,11 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	}
 	status := fwd.forward(s.Pid, io)
 	io.close()
+	phase.Mark("wait")
 	// The monitor records the peak usage before the cgroup goes, and says
 	// whether it killed the sandbox.
 	werr := s.Finish()
+	phase.Mark("monitor finish")
 	// Under deny the run went on: say once what was refused on the way
 	// (the records outlive the container: maka violations ID).
 	if recs, err := monitor.ReadJournal(filepath.Join(s.Container.StateDir(), monitor.JournalFile)); err == nil && werr == nil {

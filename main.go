@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -38,8 +39,13 @@ your host. Providing the bundle directory using "-b" is optional. The default
 value for "bundle" is the current directory.`
 
 func main() {
+	// MAKA_PHASES=FILE: the bench's phase table (--debug logs them too).
+	phase.Enable(false)
+	phase.Mark("process start")
 	app := newApp()
-	if err := app.Run(reorderArgs(app, os.Args)); err != nil {
+	err := app.Run(reorderArgs(app, os.Args))
+	phase.End(command)
+	if err != nil {
 		var st *exitCodeError
 		if errors.As(err, &st) {
 			if st.err == nil {
@@ -143,8 +149,10 @@ func defaultStateDir() string {
 var logToStderr = true
 
 func setupLogging(c *cli.Context) error {
+	command = c.Args().First()
 	if c.Bool("debug") {
 		logrus.SetLevel(logrus.DebugLevel)
+		phase.Enable(true)
 	}
 	if path := c.String("log"); path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_SYNC, 0o644)
@@ -164,6 +172,9 @@ func setupLogging(c *cli.Context) error {
 	}
 	return nil
 }
+
+// command is the command's name, for the phase table.
+var command string
 
 // fatal reports err the way runc does (containerd and conmon read the last
 // error line of the log), and exits 1.

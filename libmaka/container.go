@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/opencontainers/cgroups/manager"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -111,6 +112,7 @@ func (rt *Runtime) Create(op *Op, config *configs.Config, rec Record, bundle str
 	}); err != nil {
 		return nil, fmt.Errorf("create %s: %w", id, err)
 	}
+	phase.Mark("store: record")
 	CrashPoint(op.Command + ":record-published")
 	if CrashWanted(op.Command + ":init-setup") {
 		addCrashHook(config, op.Command+":init-setup")
@@ -119,6 +121,7 @@ func (rt *Runtime) Create(op *Op, config *configs.Config, rec Record, bundle str
 	if err != nil {
 		return nil, containerError(id, err)
 	}
+	phase.Mark("libcontainer create")
 	c := &Container{Container: lc, rt: rt, Record: rec}
 	// maka makes the (empty) cgroup itself, so that it exists only once
 	// the record naming it is on disk, and records its id; libcontainer
@@ -130,6 +133,7 @@ func (rt *Runtime) Create(op *Op, config *configs.Config, rec Record, bundle str
 	if err := writeJSONAtomic(filepath.Join(rt.Root, id, recordFile), rec); err != nil {
 		return nil, fmt.Errorf("create %s: %w", id, err)
 	}
+	phase.Mark("cgroup")
 	return c, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/maka-runtime/maka/libmaka/monitor"
+	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/sirupsen/logrus"
 )
@@ -63,11 +64,13 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 		if err := ctr.Kill(KillTimeout); err != nil {
 			return false, err
 		}
+		phase.Mark("teardown: kill")
 	}
 	if afterKill != nil {
 		afterKill()
 	}
 	monitor.Stop(stateDir)
+	phase.Mark("teardown: monitor")
 	CrashPoint(command + ":mid-delete")
 	var hookErr error
 	if ctr != nil {
@@ -75,6 +78,7 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 		// cgroup and the state are gone (a failing poststop hook runs
 		// last, after both).
 		hookErr = ctr.Destroy()
+		phase.Mark("teardown: libcontainer destroy")
 	}
 	if rec != nil {
 		if err := killCgroup(rec.CgroupPath, rec.CgroupID, rec.Created, KillTimeout); err != nil {
@@ -97,5 +101,6 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 	if err := lock.Drop(); err != nil {
 		return false, err
 	}
+	phase.Mark("teardown: cgroup, state, record")
 	return true, hookErr
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
+	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/sirupsen/logrus"
@@ -94,6 +95,7 @@ func Run(rt *libmaka.Runtime, l Launch) (*Launched, error) {
 	if err != nil {
 		return nil, err
 	}
+	phase.Mark("store: lock")
 	s, err := create(rt, op, l)
 	op.End()
 	if err == nil && l.Start {
@@ -148,9 +150,11 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	if w, err = startWatch(rt.Root, stateDir, l); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
 	}
+	phase.Mark("monitor listen")
 	if err = ctr.Start(l.Process); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
 	}
+	phase.Mark("init: namespaces, mounts, seccomp")
 	if l.Command == "create" {
 		libmaka.CrashPoint("create:init-spawned")
 	}
@@ -165,12 +169,14 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	if err = w.attach(ctr.CgroupPath(), s.Pid); err != nil {
 		return nil, err
 	}
+	phase.Mark("monitor attach")
 	if l.Start {
 		// Only now, the monitor holding the init's tmpfs mounts, may the
 		// user's process run (and end).
 		if err = ctr.Exec(); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
 		}
+		phase.Mark("start")
 		if l.Command == "run" {
 			libmaka.CrashPoint("run:init-spawned")
 		}
@@ -187,6 +193,7 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	if err = op.Commit(stage, l.Attached); err != nil {
 		return nil, err
 	}
+	phase.Mark("store: commit")
 	if op.Record != nil {
 		s.Created = op.Record.Created
 	}
@@ -239,11 +246,15 @@ func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specc
 		if err := op.LeaseIDs(b, *b.Users.Pool); err != nil {
 			return nil, err
 		}
+		phase.Mark("id lease")
 	}
 	if err := op.BuildRoot(b); err != nil {
 		return nil, err
 	}
-	return specconv.ToLibcontainer(b, opts)
+	phase.Mark("root build")
+	conv, err := specconv.ToLibcontainer(b, opts)
+	phase.Mark("convert")
+	return conv, err
 }
 
 // watch is the monitor of one sandbox being launched: in this process

@@ -26,7 +26,7 @@
 #                                    monitor (default: the exec container's)
 #   BENCH_TESTS                      space-separated subset of: run run-nonet
 #                                    create start delete exec agent parallel
-#                                    workload kill rss
+#                                    workload kill rss phases
 #   BENCH_MAKA_BEFORE                a second maka binary, measured as
 #                                    "maka-before" next to maka (before/after
 #                                    of a change, in the same run)
@@ -41,7 +41,7 @@ out=$(mkdir -p "${BENCH_OUT:-build}" && cd "${BENCH_OUT:-build}" && pwd)
 # `EXE --root ROOT monitor ... ID` (EXE: the small maka-monitor in ROOT, or
 # maka itself): the exec container's monitor (monitor.go).
 monitor_pattern=${BENCH_MONITOR_PATTERN:-'^[^ ]* --root [^ ]*/state/maka monitor .* maka-exec$'}
-tests=${BENCH_TESTS:-run run-nonet create start delete exec agent parallel workload kill rss}
+tests=${BENCH_TESTS:-run run-nonet create start delete exec agent parallel workload kill rss phases}
 here=$(cd "$(dirname "$0")" && pwd)
 baseline_policy=$here/../integration/fixtures/policy-baseline.json
 
@@ -256,6 +256,13 @@ for ((round = 0; round < rounds; round++)); do
         rt "$r" delete -f "$r-run$round" >/dev/null 2>&1
     done
   fi
+  if want phases; then
+    # One `maka run /bin/true` timed from inside: maka records when each
+    # phase ends (MAKA_PHASES, libmaka/phase), from the kernel's start of
+    # the process to its exit; timed from outside too, as "phases-run".
+    MAKA_PHASES=$w/phases.jsonl timed phases-run maka $round rt maka run -b "$w/true" "maka-ph$round" ||
+      rt maka delete -f "maka-ph$round" >/dev/null 2>&1
+  fi
   if want run-nonet; then
     for r in $(rotated $round "${runtimes[@]}"); do
       x=$r; [[ $r != maka* ]] || x=$r-hostnet
@@ -345,6 +352,13 @@ if [ -n "$monitor_pid" ]; then
   monitor_kib=$(awk '/^VmHWM:/ {print $2}' "/proc/$monitor_pid/status" 2>/dev/null || true)
 else
   echo "[monitor] no process matches '$monitor_pattern': $(pgrep -af monitor | head -5)" >> "$errlog"
+fi
+
+# The phases of the runs (not the monitor's or any other command's line).
+if [ -f "$w/phases.jsonl" ]; then
+  jq -c 'select(.command == "run")' "$w/phases.jsonl" > "$out/bench-phases.jsonl" || true
+else
+  rm -f "$out/bench-phases.jsonl"
 fi
 
 sizes=$(for r in maka runc crun; do printf '"%s": %s,' "$r" "$(stat -c %s "$w/bin/$r")"; done)

@@ -71,6 +71,36 @@ def ratio(a, b):
     return round(a["median"] / b["median"], 2)
 
 
+def phase_table(path, samples):
+    """The phase table: the median of each phase of `maka run /bin/true`
+    over the rounds (bench-phases.jsonl, from MAKA_PHASES), in the order the
+    phases happen, next to the median whole timed from inside and outside."""
+    fname = os.path.join(path, "bench-phases.jsonl")
+    if not os.path.exists(fname):
+        return None
+    order, values, totals = [], {}, []
+    with open(fname) as f:
+        for line in f:
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            totals.append(doc.get("totalMs", 0))
+            for p in doc.get("phases", []):
+                if p["name"] not in values:
+                    order.append(p["name"])
+                    values[p["name"]] = []
+                values[p["name"]].append(p["ms"])
+    if not totals:
+        return None
+    rows = [{"phase": n, "median": round(statistics.median(values[n]), 1), "n": len(values[n])}
+            for n in order]
+    outside = samples.get("phases-run", {}).get("maka", {}).get("ok", [])
+    return {"phases": rows, "insideMedian": round(statistics.median(totals), 1),
+            "outsideMedian": round(statistics.median(outside) / 1000, 1) if outside else None,
+            "rounds": len(totals)}
+
+
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "build"
     samples, meta = load(path)
@@ -106,6 +136,7 @@ def main():
         "note": os.environ.get("BENCH_NOTE", ""),
         "meta": meta,
         "results": results,
+        "phases": phase_table(path, samples),
     }
     with open(os.path.join(path, "bench.json"), "w") as f:
         json.dump(doc, f, indent=2)
@@ -168,6 +199,17 @@ def main():
         print("  ".join(c.ljust(widths[j]) if j == 0 else c.rjust(widths[j]) for j, c in enumerate(l)))
         if i == 0:
             print("  ".join("-" * w for w in widths))
+    pt = doc["phases"]
+    if pt:
+        print(f"maka run /bin/true by phase: medians of {pt['rounds']} rounds (ms; "
+              f"MAKA_PHASES, docs/dev/performance.md)")
+        w = max(len(r["phase"]) for r in pt["phases"])
+        for r_ in pt["phases"]:
+            share = 100 * r_["median"] / pt["insideMedian"] if pt["insideMedian"] else 0
+            print(f"  {r_['phase'].ljust(w)}  {r_['median']:8.1f}  {share:4.0f} %")
+        print(f"  {'whole, from inside (exec to exit)'.ljust(w)}  {pt['insideMedian']:8.1f}")
+        if pt["outsideMedian"] is not None:
+            print(f"  {'whole, from outside (bash clock)'.ljust(w)}  {pt['outsideMedian']:8.1f}")
     print(f"load: host before {doc['hostLoadBefore'] or '?'}, after {doc['hostLoadAfter'] or '?'}; "
           f"guest after {meta['guestLoadAfter']}")
     print(f"JSON: {os.path.join(path, 'bench.json')}")
