@@ -241,9 +241,9 @@ func denialSummary(recs []monitor.Record) string {
 		if r.Action != monitor.ActionDeny {
 			continue
 		}
-		what := r.Syscall
+		what := libmaka.Printable(r.Syscall)
 		if what == "" {
-			what = r.Type
+			what = libmaka.Printable(r.Type)
 		}
 		if counts[what] == 0 {
 			order = append(order, what)
