@@ -74,8 +74,9 @@ func violationsTable(out io.Writer, recs []monitor.Record) error {
 	// TIME (0) and PID (3) are never broken.
 	w := newTable(4, 2, 0, 3)
 	w.row("TIME", "TYPE", "ACTION", "PID", "COMM", "WHAT")
+	p := libmaka.Printable
 	for _, r := range recs {
-		w.row(r.Time.Format("2006-01-02T15:04:05.000Z07:00"), r.Type, r.Action, pidText(r.Pid), libmaka.Printable(r.Comm), what(r))
+		w.row(r.Time.Format("2006-01-02T15:04:05.000Z07:00"), p(r.Type), p(r.Action), pidText(r.Pid), p(r.Comm), what(r))
 	}
 	return w.write(out)
 }

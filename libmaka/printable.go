@@ -9,6 +9,7 @@ import "github.com/maka-runtime/maka/internal/printable"
 // stray bytes become \xNN, C1 controls, bidi and other unprintable runes
 // \u{N}, a backslash \\; anything else is kept. maka's own table and error
 // output (violations, run's SANDBOX_BOUNDARY_VIOLATION, cp's skipped
-// lines) pass every such string through it; its JSON output is left to
-// encoding/json, which escapes controls itself.
+// lines) pass every such string through it; its JSON output stays JSON,
+// with the runes encoding/json leaves raw (DEL, C1 controls, bidi
+// overrides) written as \u escapes.
 func Printable(s string) string { return printable.String(s) }
