@@ -203,9 +203,10 @@ func copyDirInCmd(c *cli.Context, src, id, dpath string, limit int64) error {
 
 // reportSkipped lists on stderr, one line each, what a directory copy did
 // not copy: the copy succeeded, but the user should know what is missing.
+// The names are the sandbox's: escaped.
 func reportSkipped(w io.Writer, res libmaka.DirResult) {
 	for _, s := range res.Skipped {
-		fmt.Fprintf(w, "cp: skipped %s: %s\n", s.Path, s.Reason)
+		fmt.Fprintf(w, "cp: skipped %s: %s\n", libmaka.Printable(s.Path), libmaka.Printable(s.Reason))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/maka-runtime/maka/internal/printable"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/opencontainers/cgroups"
@@ -52,7 +53,9 @@ EXAMPLE:
 		if status == libmaka.Stopped {
 			return fmt.Errorf("events %s: %w", ctr.ID(), libmaka.ErrNotRunning)
 		}
-		enc := json.NewEncoder(os.Stdout)
+		// Violation records carry what the sandbox chose: every rune
+		// that would act on a terminal is a \u escape.
+		enc := json.NewEncoder(printable.JSONWriter{W: os.Stdout})
 		if c.Bool("stats") {
 			ev, err := statsEvent(ctr)
 			if err != nil {

@@ -105,6 +105,10 @@ func execProcess(c *cli.Context) (int, error) {
 		return 1, err
 	}
 	defer op.End()
+	if ctr.Record.Boundary == nil {
+		// No contract: nothing to hold the command to, so no command.
+		return 1, fmt.Errorf("container %s: its contract (maka.json in its state dir) is missing or holds no boundary: exec cannot be held to the policy the container was created under, and is refused (maka delete it and create it again)", ctr.ID())
+	}
 	if changed, err := ctr.RootlessExecFilter(); err != nil {
 		return 1, err
 	} else if changed {
@@ -134,16 +138,14 @@ func execProcess(c *cli.Context) (int, error) {
 	// a maka that kept only the profile: that built-in profile) and to
 	// its boundary.
 	pol := ctr.Record.Policy
-	if pol == nil && ctr.Record.Boundary != nil {
+	if pol == nil {
 		if pol, err = libmaka.BuiltinPolicy(ctr.Record.Boundary.Profile); err != nil {
 			return 1, err
 		}
 	}
 	ps.Env = sandbox.ExecHome(ps.Env, ctr.Record.Boundary, ps.User.UID, c.String("process") == "", c.StringSlice("env"))
-	if pol != nil {
-		if err := specconv.CheckExec(ps, pol, ctr.Record.Boundary); err != nil {
-			return 1, err
-		}
+	if err := specconv.CheckExec(ps, pol, ctr.Record.Boundary); err != nil {
+		return 1, err
 	}
 	if c.IsSet("timeout") || c.IsSet("output-limit") {
 		op.End()

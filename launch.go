@@ -54,6 +54,9 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		return 1, err
 	}
 	// Paths the caller gave are relative to its cwd; we chdir to the bundle.
+	// maka's own state (the never-list no sandbox may bind) is rt's: --root
+	// and --state-dir made absolute from the caller's cwd.
+	never := sandbox.NeverPaths(rt.Root, rt.StateDir)
 	pidFile, err := absPath(c.String("pid-file"))
 	if err != nil {
 		return 1, err
@@ -83,8 +86,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	boundary, policy, err := sandbox.Compile(spec, policy, id, bundle,
-		sandbox.NeverPaths(c.String("root"), c.String("state-dir")), hostChecks())
+	boundary, policy, err := sandbox.Compile(spec, policy, id, bundle, never, hostChecks())
 	if err != nil {
 		return 1, err
 	}

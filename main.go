@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/maka-runtime/maka/internal/printable"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/maka-runtime/maka/specconv"
@@ -203,11 +204,11 @@ func fatalWithCode(err error, code int) {
 	if logToStderr && !isJSON {
 		// Plain text on stderr: the message itself, so that it can start
 		// with a machine-readable code (BOUNDARY_REJECTED: ...).
-		fmt.Fprintln(os.Stderr, err.Error())
+		fmt.Fprintln(os.Stderr, errorText(err))
 	} else {
 		entry.Error(err)
 		if !logToStderr {
-			fmt.Fprintln(os.Stderr, err.Error())
+			fmt.Fprintln(os.Stderr, errorText(err))
 		}
 	}
 	os.Exit(code)
@@ -229,3 +230,12 @@ func (e *exitCodeError) Error() string {
 }
 
 func (e *exitCodeError) Unwrap() error { return e.err }
+
+// errorText is err's message as fatal prints it on stderr: the strings a
+// sandbox chose are escaped where they enter a message (the violation's
+// record), and whatever else would act on a terminal (ESC, C1 controls,
+// bidi overrides, bytes that are not UTF-8) is escaped here; its lines are
+// kept.
+func errorText(err error) string {
+	return printable.Text(err.Error())
+}

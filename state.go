@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -38,10 +37,5 @@ EXAMPLE:
 
 // printJSON writes machine output to stdout, indented as runc does.
 func printJSON(v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = os.Stdout.Write(append(data, '\n'))
-	return err
+	return writeJSON(os.Stdout, v)
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
+	"github.com/maka-runtime/maka/internal/printable"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/urfave/cli/v2"
 )
@@ -141,4 +144,15 @@ func outputFormat(c *cli.Context) (string, error) {
 		return "", fmt.Errorf("--format: invalid value %q (want table or json)", format)
 	}
 	return format, nil
+}
+
+// writeJSON writes v as indented JSON and a newline, with every rune that
+// would act on a terminal as a \u escape (printable.JSON): the same JSON.
+func writeJSON(w io.Writer, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(printable.JSON(data), '\n'))
+	return err
 }

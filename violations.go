@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -64,14 +65,20 @@ EXAMPLE:
 		if format == "json" {
 			return printJSON(recs)
 		}
-		// TIME (0) and PID (3) are never broken.
-		w := newTable(4, 2, 0, 3)
-		w.row("TIME", "TYPE", "ACTION", "PID", "COMM", "WHAT")
-		for _, r := range recs {
-			w.row(r.Time.Format("2006-01-02T15:04:05.000Z07:00"), r.Type, r.Action, pidText(r.Pid), r.Comm, what(r))
-		}
-		return w.write(os.Stdout)
+		return violationsTable(os.Stdout, recs)
 	},
+}
+
+// violationsTable writes the records as violations' table.
+func violationsTable(out io.Writer, recs []monitor.Record) error {
+	// TIME (0) and PID (3) are never broken.
+	w := newTable(4, 2, 0, 3)
+	w.row("TIME", "TYPE", "ACTION", "PID", "COMM", "WHAT")
+	p := libmaka.Printable
+	for _, r := range recs {
+		w.row(r.Time.Format("2006-01-02T15:04:05.000Z07:00"), p(r.Type), p(r.Action), pidText(r.Pid), p(r.Comm), what(r))
+	}
+	return w.write(out)
 }
 
 func pidText(pid int) string {
@@ -81,19 +88,25 @@ func pidText(pid int) string {
 	return strconv.Itoa(pid)
 }
 
-// what is the record's subject in a table cell.
+// what is the record's subject in a table cell, with what the sandbox
+// chose (arguments, paths) escaped.
 func what(r monitor.Record) string {
+	p := libmaka.Printable
 	switch r.Type {
 	case monitor.TypeSyscall:
-		s := r.Syscall + "(" + strings.Join(r.Args, ", ") + ")"
+		args := make([]string, len(r.Args))
+		for i, a := range r.Args {
+			args[i] = p(a)
+		}
+		s := p(r.Syscall) + "(" + strings.Join(args, ", ") + ")"
 		if r.Errno != "" {
-			s += " = " + r.Errno
+			s += " = " + p(r.Errno)
 		}
 		return s
 	case monitor.TypeFile:
-		return r.Syscall + " " + r.Path + " " + r.Flags
+		return p(r.Syscall) + " " + p(r.Path) + " " + p(r.Flags)
 	case monitor.TypeLimit:
-		s := r.Kind
+		s := p(r.Kind)
 		if r.Count > 0 {
 			s += " x" + strconv.FormatUint(r.Count, 10)
 		}
@@ -229,9 +242,9 @@ func denialSummary(recs []monitor.Record) string {
 		if r.Action != monitor.ActionDeny {
 			continue
 		}
-		what := r.Syscall
+		what := libmaka.Printable(r.Syscall)
 		if what == "" {
-			what = r.Type
+			what = libmaka.Printable(r.Type)
 		}
 		if counts[what] == 0 {
 			order = append(order, what)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/maka-runtime/maka/internal/printable"
 )
 
 // Record types.
@@ -60,16 +62,22 @@ type Record struct {
 	Limit int64  `json:"limit,omitempty"`
 }
 
-// Summary is the record in one line, for people (run's error, the table).
+// Summary is the record in one line, for people (run's error, the table),
+// with what the sandbox chose (its process name, paths, arguments) escaped.
 func (r Record) Summary() string {
 	var b strings.Builder
 	switch r.Type {
 	case TypeSyscall:
-		fmt.Fprintf(&b, "syscall %s(%s) by pid %d (%s)", r.Syscall, strings.Join(r.Args, ", "), r.Pid, r.Comm)
+		args := make([]string, len(r.Args))
+		for i, a := range r.Args {
+			args[i] = printable.String(a)
+		}
+		fmt.Fprintf(&b, "syscall %s(%s) by pid %d (%s)", printable.String(r.Syscall), strings.Join(args, ", "), r.Pid, printable.String(r.Comm))
 	case TypeFile:
-		fmt.Fprintf(&b, "%s of %s (%s) by pid %d (%s): a read-only part of the boundary", r.Syscall, r.Path, r.Flags, r.Pid, r.Comm)
+		fmt.Fprintf(&b, "%s of %s (%s) by pid %d (%s): a read-only part of the boundary",
+			printable.String(r.Syscall), printable.String(r.Path), printable.String(r.Flags), r.Pid, printable.String(r.Comm))
 	case TypeLimit:
-		fmt.Fprintf(&b, "limit %s", r.Kind)
+		fmt.Fprintf(&b, "limit %s", printable.String(r.Kind))
 		if r.Count > 0 {
 			fmt.Fprintf(&b, " x%d", r.Count)
 		}

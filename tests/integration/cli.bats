@@ -207,6 +207,24 @@ no_trace() {
   no_trace cli-root "$r1"
 }
 
+@test "a relative --root or --state-dir is maka's own state as seen from the caller's cwd: a bundle elsewhere may not bind it" {
+  require_cgroup2
+  local cwd=$BATS_TEST_TMPDIR/cwd dir rc
+  mkdir -m 700 -p "$cwd/rel-root" "$cwd/rel-state"
+  make_bundle "$BATS_TEST_TMPDIR/b" /bin/true
+  for dir in rel-root rel-state; do
+    update_config "$BATS_TEST_TMPDIR/b" '.mounts = [.mounts[] | select(.destination != "/mnt")] + [{destination: "/mnt", type: "bind", source: $r, options: ["rbind", "ro"]}]' --arg r "$cwd/$dir"
+    rc=0
+    (cd "$cwd" && exec "$MAKA_BINARY" --root rel-root --state-dir rel-state create --bundle ../b cli-rel) \
+      </dev/null >"$BATS_TEST_TMPDIR/out" 2>&1 || rc=$?
+    cat "$BATS_TEST_TMPDIR/out"
+    [ "$rc" -ne 0 ] || (cd "$cwd" && "$MAKA_BINARY" --root rel-root --state-dir rel-state delete --force cli-rel)
+    [ "$rc" -ne 0 ]
+    grep -qF "$(realpath "$cwd/$dir") is maka's own state: no sandbox may bind it" "$BATS_TEST_TMPDIR/out"
+    no_trace cli-rel "$cwd/rel-root"
+  done
+}
+
 @test "--systemd-cgroup: create is refused as not supported, leaving nothing; state of a missing id still says does not exist" {
   make_bundle "$BATS_TEST_TMPDIR/b" sleep 100
   run maka_io --systemd-cgroup create --bundle "$BATS_TEST_TMPDIR/b" cli-systemd

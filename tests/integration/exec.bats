@@ -345,3 +345,20 @@ JSON
   [ "$status" -ne 0 ]
   [[ "$output" == *"exec"* ]]
 }
+
+@test "exec is refused (255) when the container's maka.json is missing: nothing to hold the command to" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sleep 100000
+  maka_io create --bundle "$BATS_TEST_TMPDIR/b" exnojson
+  wait_for_status exnojson created
+  rm "$MAKA_ROOT/exnojson/maka.json"
+  run maka exec exnojson sh -c 'echo ran'
+  echo "$output"
+  [ "$status" -eq 255 ]
+  [[ "$output" != *ran* ]]
+  [[ "$output" == *"exnojson"*"maka.json"*"missing"* ]]
+  run maka exec --timeout 10s exnojson sh -c 'echo ran'
+  [ "$status" -eq 255 ]
+  [[ "$output" == *"maka.json"*"missing"* ]]
+  maka delete --force exnojson
+  assert_nothing_left exnojson
+}
