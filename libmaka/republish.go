@@ -41,7 +41,7 @@ func (op *Op) RepublishBoundary(b *Boundary) error {
 	}
 	if err := op.rewriteMakaJSON(b); err != nil {
 		if rerr := op.lock.Publish(prev); rerr != nil {
-			return fmt.Errorf("republish the contract: %w (and putting the record back: %v)", err, rerr)
+			return fmt.Errorf("republish the contract: %w (and putting the record back: %w)", err, rerr)
 		}
 		return fmt.Errorf("republish the contract: %w", err)
 	}
