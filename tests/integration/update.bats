@@ -14,7 +14,9 @@ setup_file() {
   # restricted (4 GiB, 1024 pids, 4 CPUs), plus up to 1 GiB of swap: u1 is
   # held to this policy by update, whatever --policy update is given.
   echo '{"profile": "restricted", "maxLimits": {"swap": 1073741824}}' > "$BATS_FILE_TMPDIR/policy.json"
-  make_bundle "$BATS_FILE_TMPDIR/b" sh -c 'trap "exit 0" TERM; sleep 1000 & wait'
+  # (alive as long as its lifetime: a busy host's guest runs this file
+  # for more than 1000 s)
+  make_bundle "$BATS_FILE_TMPDIR/b" sh -c 'trap "exit 0" TERM; sleep 3600 & wait'
   # a lifetime longer than this file (restricted's default is 180 s)
   update_config "$BATS_FILE_TMPDIR/b" '.annotations["org.maka.timeout"] = "3600"'
   update_config "$BATS_FILE_TMPDIR/b" '.linux.resources += {
