@@ -207,7 +207,7 @@ bench: build fixtures
 FUZZ_TARGETS = ./specconv:FuzzToBoundary ./specconv:FuzzParseSpec ./specconv:FuzzParsePolicy \
 	./specconv:FuzzNarrowSeccomp ./specconv:FuzzParseSize ./libmaka:FuzzParseRecord \
 	./libmaka:FuzzParseSignal ./libmaka:FuzzValidID .:FuzzParseUser .:FuzzParseProcess \
-	.:FuzzParseResources ./libmaka/monitor:FuzzReadRecords ./internal/printable:FuzzString
+	./specconv:FuzzParseResources ./libmaka/monitor:FuzzReadRecords ./internal/printable:FuzzString
 FUZZ_SLOW = FuzzNarrowSeccomp
 FUZZTIME ?= 2m
 FUZZTIME_SLOW ?= $(FUZZTIME)

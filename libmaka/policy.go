@@ -380,24 +380,34 @@ func (p *Policy) Tighten(profile string) (*Policy, error) {
 
 // meetRestricted is the stricter of p and the built-in restricted profile,
 // item by item: an annotation asking for restricted may not swap a policy
-// file's tighter limits (or its file audit) for restricted's own.
+// file's stricter item (a limit, its maxCommandTimeout, its oomScoreAdjMin,
+// its file audit) for restricted's own. TestTightenNeverLoosensAnyField
+// walks every field of Policy.
 func (p *Policy) meetRestricted() *Policy {
 	r, _ := BuiltinPolicy(ProfileRestricted)
 	r.Source, r.Modified = p.Source, p.Modified
 	r.Capabilities = intersect(r.Capabilities, p.Capabilities)
+	r.BindPaths = stricterBindPaths(r.BindPaths, p)
 	r.NetworkModes = intersect(r.NetworkModes, p.NetworkModes)
+	r.Devices = intersect(r.Devices, p.Devices)
+	r.Sysctls = intersect(r.Sysctls, p.Sysctls)
+	r.Hooks = r.Hooks && p.Hooks
+	r.WritableRootfs = r.WritableRootfs && p.WritableRootfs
 	r.CgroupParents = intersect(r.CgroupParents, p.CgroupParents)
-	r.OOMScoreAdjMin = nil // maka's own: restricted's
-	r.IDPool = p.IDPool    // required, from the policy's own pool
+	r.OOMScoreAdjMin = stricterOOMScoreAdjMin(r.OOMScoreAdjMin, p.OOMScoreAdjMin)
+	r.UserNamespace = stricterOf(p.UserNamespace, r.UserNamespace, UserNamespaceRequired)
+	r.IDPool = p.IDPool // required, from the policy's own pool
+	r.DelegatedIDs = stricterIDRanges(r.DelegatedIDs, p.DelegatedIDs)
 	if p.Rootless != nil {
 		// Where the user's sandboxes can be at all.
 		r.Rootless, r.CgroupParents, r.DelegatedIDs = p.Rootless, p.CgroupParents, []IDRange{}
 	}
-	r.DefaultLimits = stricterLimits(r.DefaultLimits, p.DefaultLimits)
 	r.MaxLimits = stricterLimits(r.MaxLimits, p.MaxLimits)
-	if p.Audit != "" {
-		r.Audit = p.Audit
-	}
+	// A default never above the ceiling it now has.
+	r.DefaultLimits = stricterLimits(stricterLimits(r.DefaultLimits, p.DefaultLimits), r.MaxLimits)
+	r.MaxCommandTimeout = stricterCommandTimeout(r.MaxCommandTimeout, p.MaxCommandTimeout)
+	r.OnViolation = stricterOf(p.OnViolation, r.OnViolation, "kill")
+	r.Audit = stricterOf(r.Audit, p.Audit, "files")
 	return r
 }
 

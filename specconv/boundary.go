@@ -676,9 +676,16 @@ func (c *checker) checkLimits() {
 	f := limitFields{
 		memory: "linux.resources.memory.limit", swap: "linux.resources.memory.swap",
 		pids: "linux.resources.pids.limit", quota: "linux.resources.cpu.quota", period: "linux.resources.cpu.period",
-		reservation: "linux.resources.memory.reservation",
+		reservation: "linux.resources.memory.reservation", burst: "linux.resources.cpu.burst",
 	}
 	c.foldUnified(r, &f)
+	c.checkLimitValues(r, f)
+}
+
+// checkLimitValues holds r's limits (unified already folded) to the
+// policy, filling in its defaults where r is silent: create's config.json
+// and update's values after the contract's (CheckUpdate) alike.
+func (c *checker) checkLimitValues(r *specs.LinuxResources, f limitFields) {
 	def, max := c.policy.DefaultLimits, c.policy.MaxLimits
 	switch {
 	case r.Memory.Limit == nil || *r.Memory.Limit == 0:
@@ -687,6 +694,11 @@ func (c *checker) checkLimits() {
 	case *r.Memory.Limit < 0 && max.Memory > 0:
 		c.reject(f.memory, `"maxLimits": {"memory": 0}`,
 			"unlimited memory is not allowed by %s (largest: %s)", c.profile(), libmaka.FormatSize(max.Memory))
+	case *r.Memory.Limit < 0 && max.Swap >= 0:
+		// The kernel's swap limit is written only with a memory limit
+		// (libcontainer): unlimited memory would lift the swap ceiling.
+		c.reject(f.memory, `"maxLimits": {"swap": -1}`,
+			"unlimited memory would lift the swap ceiling of %s (largest swap: %s): swap is bounded only with a memory limit", c.profile(), libmaka.FormatSize(max.Swap))
 	case max.Memory > 0 && *r.Memory.Limit > max.Memory:
 		c.reject(f.memory, fmt.Sprintf(`"maxLimits": {"memory": %d}`, *r.Memory.Limit),
 			"%s exceeds the largest memory allowed by %s (%s)", libmaka.FormatSize(*r.Memory.Limit), c.profile(), libmaka.FormatSize(max.Memory))
@@ -713,7 +725,9 @@ func (c *checker) checkLimits() {
 		r.Memory.Swap = &v
 	case *sw == -1 && max.Swap >= 0:
 		c.reject(f.swap, `"maxLimits": {"swap": -1}`, "unlimited swap is not allowed by %s (largest: %s)", c.profile(), libmaka.FormatSize(max.Swap))
-	case *sw < -1 || (*sw >= 0 && *sw < mem):
+	case *sw < -1:
+		c.reject(f.swap, "", "%d is negative (-1 means unlimited swap)", *sw)
+	case *sw >= 0 && *sw < mem:
 		c.reject(f.swap, "", "%d is less than the memory limit %d: OCI's swap is memory plus swap", *sw, mem)
 	case *sw > 0 && max.Swap >= 0 && *sw-mem > max.Swap:
 		c.reject(f.swap, fmt.Sprintf(`"maxLimits": {"swap": %d}`, *sw-mem),
@@ -794,12 +808,12 @@ func (c *checker) checkLimits() {
 		quota := *r.CPU.Quota
 		switch {
 		case quota == 0:
-			c.reject("linux.resources.cpu.burst", "", "a burst needs a CPU quota")
+			c.reject(f.burst, "", "a burst needs a CPU quota")
 		case *bu > uint64(quota):
-			c.reject("linux.resources.cpu.burst", "", "%d µs is above the quota (%d µs): the kernel allows at most the quota", *bu, quota)
+			c.reject(f.burst, "", "the burst (%d µs) is above the quota (%d µs): the kernel allows at most the quota", *bu, quota)
 		case max.Cpus > 0 && float64(uint64(quota)+*bu)/period > max.Cpus+1e-9:
 			cpus := float64(uint64(quota)+*bu) / period
-			c.reject("linux.resources.cpu.burst", fmt.Sprintf(`"maxLimits": {"cpus": %g}`, cpus),
+			c.reject(f.burst, fmt.Sprintf(`"maxLimits": {"cpus": %g}`, cpus),
 				"quota and burst make %g CPUs in one period, more than %s allows (%g)", cpus, c.profile(), max.Cpus)
 		}
 	}
@@ -809,7 +823,7 @@ func (c *checker) checkLimits() {
 }
 
 // limitFields names the config.json field each limit was read from.
-type limitFields struct{ memory, swap, pids, quota, period, reservation string }
+type limitFields struct{ memory, swap, pids, quota, period, reservation, burst string }
 
 // unifiedKeys are the cgroup v2 files linux.resources.unified may set:
 // each is read as the field it is (cpu.max, memory.max, memory.swap.max,

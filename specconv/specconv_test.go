@@ -260,7 +260,7 @@ func TestUnifiedByNameRefusals(t *testing.T) {
 		burst uint64
 		want  string
 	}{
-		{100000, 100001, "linux.resources.cpu.burst: 100001 µs is above the quota (100000 µs)"},
+		{100000, 100001, "linux.resources.cpu.burst: the burst (100001 µs) is above the quota (100000 µs)"},
 		{400000, 1000, `linux.resources.cpu.burst: quota and burst make 4.01 CPUs in one period, more than profile restricted allows (4) (policy: "maxLimits": {"cpus": 4.01})`},
 		{-1, 1000, "linux.resources.cpu.quota: an unlimited CPU quota is not allowed"},
 	} {
