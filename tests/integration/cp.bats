@@ -21,7 +21,7 @@ setup_file() {
   echo "host secret" > /tmp/maka-cp-host/secret
   chmod 0600 /tmp/maka-cp-host/secret
   make_bundle "$BATS_FILE_TMPDIR/b" sleep 100000
-  update_config "$BATS_FILE_TMPDIR/b" '.annotations["org.maka.timeout"] = "1200"'
+  update_config "$BATS_FILE_TMPDIR/b" '.annotations["org.maka.timeout"] = "3600"'
   maka_io --policy "$BATS_FILE_TMPDIR/restricted.json" run -d --bundle "$BATS_FILE_TMPDIR/b" cpbox
   wait_for_status cpbox running
   maka state cpbox > "$BATS_FILE_TMPDIR/state.json"
@@ -39,6 +39,8 @@ setup_file() {
 
 teardown_file() {
   maka delete --force cpbox >/dev/null 2>&1 || true
+  maka delete --force fifobox >/dev/null 2>&1 || true
+  rm -rf "$(dirname "$MAKA_ROOTFS")/fiforoot"
   rm -rf /tmp/maka-cp-host
   maka_teardown_file
 }
@@ -344,7 +346,7 @@ root_sum() {
   rm "$r/etc/passwd"
   mkfifo -m 0644 "$r/etc/passwd"
   make_bundle "$BATS_TEST_TMPDIR/fb" sleep 1000
-  update_config "$BATS_TEST_TMPDIR/fb" '.root.path = $r' --arg r "$r"
+  update_config "$BATS_TEST_TMPDIR/fb" '.root.path = $r | .annotations["org.maka.timeout"] = "1200"' --arg r "$r"
   (exec 3>"$r/etc/passwd" && echo opened > "$BATS_TEST_TMPDIR/opened") </dev/null >/dev/null 2>&1 3>&- &
   local w=$! created=0 execd=0 home
   # create's output to a file: the container keeps its stdio open.
@@ -355,13 +357,13 @@ root_sum() {
   # exec looks HOME up again (for the exec's user).
   home=$(timeout 120 "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" --policy "$BATS_FILE_TMPDIR/restricted.json" \
     exec fifobox sh -c 'echo "$HOME"' </dev/null 2>&1) || execd=$?
-  echo "create: $created exec: $execd $home"
   local opened=no
   [ ! -e "$BATS_TEST_TMPDIR/opened" ] || opened=yes
+  echo "create: $created exec: $execd HOME: $home FIFO opened: $opened"
   kill "$w" 2>/dev/null || true
   wait "$w" 2>/dev/null || true
-  "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" delete --force fifobox >/dev/null 2>&1 || true
-  rm -rf "$r"
+  # fifobox and its root are removed by teardown_file (each op is slow
+  # under emulation).
   [ "$opened" = no ]
   [ "$created" -eq 0 ]
   [ "$execd" -eq 0 ]
