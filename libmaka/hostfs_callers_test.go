@@ -119,6 +119,11 @@ const (
 // controls, go through hostfs.go (pin, OpenHostSource, OpenRootFile,
 // createIn, mkdirIn, openSubdir); otherwise add it here with its reason.
 var otherOpens = map[string]string{
+	"libmaka/idpool.go: heldRanges: os.ReadDir":             ownState,
+	"libmaka/idpool.go: lockDir: unix.Open":                 ownState,
+	"libmaka/republish.go: Op.rewriteMakaJSON: os.ReadFile": ownState,
+	"libmaka/phase/phase.go: End: os.OpenFile":              callersPath,
+	"libmaka/phase/phase.go: processStart: os.ReadFile":     hostFacts,
 	// ownState
 	"libmaka/container.go: Runtime.IDs: os.ReadDir":                       ownState,
 	"libmaka/container.go: Runtime.Load: os.ReadFile":                     ownState,
