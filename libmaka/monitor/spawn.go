@@ -36,6 +36,10 @@ const (
 // detached monitor process.
 const PidFile = "monitor.pid"
 
+// LogFile, in the container's state directory, is a detached monitor's
+// stderr.
+const LogFile = "monitor.log"
+
 // attachWait bounds how long the launcher waits for the monitor to attach
 // (an emulated, loaded machine is slow to start it).
 const attachWait = 30 * time.Second
@@ -80,10 +84,18 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 	// Only the three fds passed below: an inherited fd (bats' fd 3, a
 	// caller's LISTEN_FDS) must not be held open for the container's life.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	// Its stderr: a log in the state directory (it logs only the first
+	// failed write of the journal; the stats count the rest).
+	logf, err := os.OpenFile(filepath.Join(cfg.StateDir, LogFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	defer logf.Close()
 	var cmd *exec.Cmd
 	for _, exe := range exes {
 		cmd = exec.Command(exe, Args(root, cfg)...)
 		cmd.ExtraFiles = []*os.File{lf, infoR, ackW}
+		cmd.Stderr = logf
 		cmd.Dir = "/"
 		// disablethp: no transparent huge pages for its heap, where one
 		// fault would make 2 MiB resident (measured: 4 MiB of a ~1 MiB heap).
