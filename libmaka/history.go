@@ -75,7 +75,8 @@ func (s *Store) Archive(id string, created time.Time, stateDir string) error {
 		switch name {
 		case monitor.StatsFile: // with the journal
 		case monitor.JournalFile:
-			err = monitor.CopyJournal(filepath.Join(stateDir, name), filepath.Join(tmp, name), monitor.DefaultLimits)
+			lim, _ := monitor.JournalLimits() // malformed: the defaults
+			err = monitor.CopyJournal(filepath.Join(stateDir, name), filepath.Join(tmp, name), lim)
 		default:
 			err = copyFile(filepath.Join(stateDir, name), filepath.Join(tmp, name))
 		}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +47,46 @@ type Limits struct {
 // attempt uses one line a FlushInterval however fast it loops; only
 // attempts that differ (a new process name each) use the rate and the cap.
 var DefaultLimits = Limits{MaxRecords: 4096, MaxBytes: 1 << 20, Rate: 100, Burst: 1000}
+
+// LimitsEnv names the environment variable that overrides DefaultLimits
+// (maka's own environment, which the detached monitor inherits: the
+// operator's, never the sandbox's or the bundle's), e.g.
+// "records=4096,bytes=1048576,rate=100,burst=1000"; keys left out keep
+// their default.
+const LimitsEnv = "MAKA_JOURNAL_LIMITS"
+
+// JournalLimits are DefaultLimits with LimitsEnv applied; a malformed
+// value is an error naming the variable and the part.
+func JournalLimits() (Limits, error) {
+	return parseLimits(os.Getenv(LimitsEnv))
+}
+
+func parseLimits(v string) (Limits, error) {
+	lim := DefaultLimits
+	if strings.TrimSpace(v) == "" {
+		return lim, nil
+	}
+	for _, part := range strings.Split(v, ",") {
+		key, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.ParseFloat(val, 64)
+		if !ok || err != nil || n < 0 || n > 1<<40 {
+			return DefaultLimits, fmt.Errorf("%s: %q: want KEY=NUMBER (records, bytes, rate, burst), a non-negative number", LimitsEnv, part)
+		}
+		switch key {
+		case "records":
+			lim.MaxRecords = int(n)
+		case "bytes":
+			lim.MaxBytes = int64(n)
+		case "rate":
+			lim.Rate = n
+		case "burst":
+			lim.Burst = n
+		default:
+			return DefaultLimits, fmt.Errorf("%s: unknown key %q (want records, bytes, rate or burst)", LimitsEnv, key)
+		}
+	}
+	return lim, nil
+}
 
 // FlushInterval is how often the monitor writes the folded repeats, the
 // stats, and syncs the journal.
@@ -127,8 +169,14 @@ type Journal struct {
 }
 
 // OpenJournal opens (creating it if needed) the journal at path, bounded
-// by DefaultLimits.
-func OpenJournal(path string) (*Journal, error) { return OpenJournalLimits(path, DefaultLimits) }
+// by JournalLimits.
+func OpenJournal(path string) (*Journal, error) {
+	lim, err := JournalLimits()
+	if err != nil {
+		return nil, err
+	}
+	return OpenJournalLimits(path, lim)
+}
 
 // OpenJournalLimits opens the journal at path bounded by lim. What the
 // file and its stats already hold counts against the caps.

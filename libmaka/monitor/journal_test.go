@@ -232,3 +232,18 @@ func TestCopyJournalBounded(t *testing.T) {
 		t.Fatalf("bounded copy read as %d records (x%d), %d suppressed, %v; want 1 x100, 4900", len(recs), recs[0].Times(), st.Suppressed, err)
 	}
 }
+
+func TestParseLimits(t *testing.T) {
+	lim, err := parseLimits("records=10, rate=2.5")
+	if err != nil || lim.MaxRecords != 10 || lim.Rate != 2.5 || lim.MaxBytes != DefaultLimits.MaxBytes || lim.Burst != DefaultLimits.Burst {
+		t.Fatalf("parseLimits: %+v, %v", lim, err)
+	}
+	if lim, err := parseLimits(""); err != nil || lim != DefaultLimits {
+		t.Fatalf("empty: %+v, %v", lim, err)
+	}
+	for _, bad := range []string{"records", "records=x", "records=-1", "lines=5"} {
+		if _, err := parseLimits(bad); err == nil || !strings.Contains(err.Error(), LimitsEnv) {
+			t.Errorf("parseLimits(%q) = %v, want an error naming %s", bad, err, LimitsEnv)
+		}
+	}
+}
