@@ -10,9 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -33,7 +30,7 @@ const (
 )
 
 // PidFile, in the container's state directory, holds the pid of its
-// detached monitor process.
+// detached monitor process; StartFile its start time (pidfd.go).
 const PidFile = "monitor.pid"
 
 // LogFile, in the container's state directory, is a detached monitor's
@@ -110,9 +107,12 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 		return nil, fmt.Errorf("monitor: %w", err)
 	}
 	d.Pid = cmd.Process.Pid
+	// Recorded with its start time while it is still our child (its pid
+	// cannot be reused before we exit): see pidfd.go.
+	werr := writePidFile(cfg.StateDir, d.Pid)
 	_ = cmd.Process.Release()
-	if err := os.WriteFile(filepath.Join(cfg.StateDir, PidFile), []byte(strconv.Itoa(d.Pid)), 0o600); err != nil {
-		return nil, fmt.Errorf("monitor: %w", err)
+	if werr != nil {
+		return nil, fmt.Errorf("monitor: %w", werr)
 	}
 	return d, nil
 }
@@ -194,40 +194,4 @@ func godebugWith(setting string) string {
 		return cur + "," + setting
 	}
 	return setting
-}
-
-// Stop stops a detached container's monitor before the container's state
-// goes (it records the peak usage while the cgroup still exists) and waits
-// for it, up to two seconds.
-func Stop(stateDir string) {
-	data, err := os.ReadFile(filepath.Join(stateDir, PidFile))
-	if err != nil {
-		return
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 0 || !isMonitor(pid) {
-		return
-	}
-	_ = unix.Kill(pid, unix.SIGTERM)
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if !isMonitor(pid) {
-			return
-		}
-	}
-}
-
-// isMonitor reports whether pid is a live (not zombie) maka monitor.
-func isMonitor(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	if i := strings.LastIndexByte(string(stat), ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
-		return false
-	}
-	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return false
-	}
-	return slices.Contains(strings.Split(string(cmdline), "\x00"), "monitor")
 }
