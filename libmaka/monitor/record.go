@@ -30,6 +30,9 @@ const (
 	LimitOOMKill = "oom_kill" // memory.events oom_kill
 	LimitPidsMax = "pids.max" // pids.events max: a fork refused
 	LimitTimeout = "timeout"  // the sandbox outlived org.maka.timeout
+	// LimitMonitorLost: the sandbox's monitor died, and the sandbox was
+	// killed for it (fail closed: guard.go, libmaka.FailClosed).
+	LimitMonitorLost = "monitor_lost"
 )
 
 // Actions: what the monitor did about a record.

@@ -398,3 +398,45 @@ flood() {
   maka delete --force ve
   assert_nothing_left ve
 }
+
+@test "fail closed: a detached sandbox whose monitor is SIGKILLed is killed by the next command that meets it: exec refused, cgroup empty, state stopped, the record says why; recover does the same" {
+  make_bundle "$BATS_TEST_TMPDIR/m" sh -c 'sleep 1000'
+  local id mon cg
+  for id in vmon vmon2; do
+    maka_io --policy "$BATS_FILE_TMPDIR/deny.json" run -d --bundle "$BATS_TEST_TMPDIR/m" "$id"
+  done
+  for id in vmon vmon2; do
+    mon=$(cat "$MAKA_ROOT/$id/monitor.pid")
+    [ -n "$(cat "$MAKA_ROOT/$id/monitor.start")" ]
+    kill -KILL "$mon"
+    while [ -e "/proc/$mon" ] && [ "$(awk '{ print $3 }' "/proc/$mon/stat" 2>/dev/null)" != Z ]; do sleep 0.1; done
+  done
+  # The sandbox still runs: nothing but a maka command can see it.
+  cg=$(find /sys/fs/cgroup -type d -name vmon)
+  [ -n "$(cat "$cg/cgroup.procs")" ]
+  run --separate-stderr maka exec vmon echo ran
+  echo "$output / $stderr"
+  [ "$status" -ne 0 ]
+  [[ "$output" != *ran* ]]
+  [[ "$stderr" == *"container vmon: its monitor is gone"*"killed (fail closed)"* ]]
+  assert_sandbox_gone vmon
+  run maka state vmon
+  [ "$status" -eq 0 ]
+  jq -e '.status == "stopped"' <<<"$output"
+  run violations vmon
+  echo "$output"
+  jq -e '.[-1].type == "limit" and .[-1].kind == "monitor_lost" and .[-1].action == "kill"' <<<"$output"
+  maka delete vmon
+  assert_nothing_left vmon
+  # recover: the same check, for every sandbox.
+  cg=$(find /sys/fs/cgroup -type d -name vmon2)
+  [ -n "$(cat "$cg/cgroup.procs")" ]
+  run maka recover --format json
+  echo "$output"
+  jq -e '.[] | select(.id == "vmon2") | .result == "recovered" and (.reason | test("monitor is gone"))' <<<"$output"
+  assert_sandbox_gone vmon2
+  run maka state vmon2
+  jq -e '.status == "stopped"' <<<"$output"
+  maka delete vmon2
+  assert_nothing_left vmon2
+}
