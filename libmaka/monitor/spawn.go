@@ -158,6 +158,13 @@ func (d *Detached) Abort() {
 // Main is the monitor process: it parses the part of Args after "monitor"
 // (args) and serves the inherited fds. root is maka's --root.
 func Main(root string, args []string) error {
+	if len(args) > 0 && args[0] == "--guard" { // the monitor's guard: guard.go
+		cfg, err := parseArgs(root, args[1:])
+		if err != nil {
+			return err
+		}
+		return runGuard(cfg, os.NewFile(guardCgroupFd, "guard-cgroup"), os.NewFile(guardPipeFd, "guard-pipe"))
+	}
 	cfg, err := parseArgs(root, args)
 	if err != nil {
 		return err

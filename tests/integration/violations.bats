@@ -399,17 +399,58 @@ flood() {
   assert_nothing_left ve
 }
 
-@test "fail closed: a detached sandbox whose monitor is SIGKILLed is killed by the next command that meets it: exec refused, cgroup empty, state stopped, the record says why; recover does the same" {
+# kill_monitor ID: SIGKILL the sandbox's monitor and wait until it is gone.
+kill_monitor() {
+  local mon
+  mon=$(cat "$MAKA_ROOT/$1/monitor.pid")
+  [ -n "$(cat "$MAKA_ROOT/$1/monitor.start")" ]
+  kill -KILL "$mon"
+  while [ -e "/proc/$mon" ] && [ "$(awk '{ print $3 }' "/proc/$mon/stat" 2>/dev/null)" != Z ]; do sleep 0.1; done
+}
+
+# wait_empty ID SECONDS: wait until the sandbox's cgroup has no process,
+# reading the cgroup only (no maka command).
+wait_empty() {
+  local cg deadline=$((SECONDS + $2))
+  cg=$(find /sys/fs/cgroup -type d -name "$1")
+  until grep -qx 'populated 0' "$cg/cgroup.events"; do
+    [ "$SECONDS" -lt "$deadline" ] || { echo "$1 still has processes $2 s after its monitor died" >&2; return 1; }
+    sleep 0.1
+  done
+}
+
+@test "fail closed: a detached sandbox dies with its monitor (SIGKILL), without any maka command; exec is refused, state says stopped, the record says why" {
+  make_bundle "$BATS_TEST_TMPDIR/m" sh -c 'sleep 1000'
+  maka_io --policy "$BATS_FILE_TMPDIR/deny.json" run -d --bundle "$BATS_TEST_TMPDIR/m" vguard
+  local mon guard
+  mon=$(cat "$MAKA_ROOT/vguard/monitor.pid")
+  guard=$(pgrep -P "$mon")
+  [ -n "$guard" ]
+  kill_monitor vguard
+  wait_empty vguard 30
+  assert_sandbox_gone vguard
+  [ ! -e "/proc/$guard" ] || [ "$(awk '{ print $3 }' "/proc/$guard/stat")" = Z ]
+  run --separate-stderr maka exec vguard echo ran
+  echo "$output / $stderr"
+  [ "$status" -ne 0 ]
+  [[ "$output" != *ran* ]]
+  run maka state vguard
+  jq -e '.status == "stopped"' <<<"$output"
+  run violations vguard
+  echo "$output"
+  jq -e '.[-1].type == "limit" and .[-1].kind == "monitor_lost" and .[-1].action == "kill"' <<<"$output"
+  maka delete vguard
+  assert_nothing_left vguard
+}
+
+@test "fail closed: with its guard killed too, the next command that meets the sandbox kills it: exec refused, cgroup empty, state stopped; recover does the same" {
   make_bundle "$BATS_TEST_TMPDIR/m" sh -c 'sleep 1000'
   local id mon cg
   for id in vmon vmon2; do
     maka_io --policy "$BATS_FILE_TMPDIR/deny.json" run -d --bundle "$BATS_TEST_TMPDIR/m" "$id"
-  done
-  for id in vmon vmon2; do
     mon=$(cat "$MAKA_ROOT/$id/monitor.pid")
-    [ -n "$(cat "$MAKA_ROOT/$id/monitor.start")" ]
-    kill -KILL "$mon"
-    while [ -e "/proc/$mon" ] && [ "$(awk '{ print $3 }' "/proc/$mon/stat" 2>/dev/null)" != Z ]; do sleep 0.1; done
+    kill -KILL "$(pgrep -P "$mon")"   # the guard first: it cannot act
+    kill_monitor "$id"
   done
   # The sandbox still runs: nothing but a maka command can see it.
   cg=$(find /sys/fs/cgroup -type d -name vmon)
