@@ -363,12 +363,14 @@ flood() {
   assert_nothing_left "$id"
   # The kept copy: as bounded, and the same count.
   local kept
-  kept=$(ls -d "$MAKA_STATE_DIR/history/$id"/*/ | tail -n 1)
-  [ "$(stat -c %s "$kept/violations.jsonl")" -le "$bytes" ]
+  # (the store is <state-dir>/<key of the root>/history/ID/<created>/)
+  kept=$(find "$MAKA_STATE_DIR" -path "*/history/$id/*" -name violations.jsonl | sort | tail -n 1)
+  [ -n "$kept" ]
+  [ "$(stat -c %s "$kept")" -le "$bytes" ]
   run violations "$id"
   [ "$status" -eq 0 ]
   jq -e --argjson n "$attempts" '([.[] | select(.type == "syscall") | (.repeat // 1)] | add) + ([.[] | select(.type == "suppressed") | .count] | add // 0) == $n' <<<"$output"
-  rm -rf "${MAKA_STATE_DIR:?}/history/$id"
+  rm -rf "$(dirname "$(dirname "$kept")")"
   unset MAKA_JOURNAL_LIMITS
 }
 
