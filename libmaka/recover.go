@@ -191,6 +191,15 @@ func (rt *Runtime) recoverOne(store *Store, id string, relaunch Relauncher) (Rec
 	res.Stage, res.Owner = rec.Stage, rec.Owner
 	res.Reason = rt.orphanReason(rec)
 	if res.Reason == "" {
+		// Healthy, but for its monitor: fail closed (failclosed.go).
+		var lost *MonitorLostError
+		if errors.As(rt.failClosed(rec), &lost) {
+			res.Result, res.Reason = Recovered, lost.Reason+": killed (fail closed)"
+			if lost.Err != nil {
+				res.Result, res.Error = Failed, lost.Err.Error()
+			}
+			return res, true
+		}
 		return res, false
 	}
 	if err := rt.reap(lock, rec); err != nil {

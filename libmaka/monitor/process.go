@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -61,6 +62,17 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	if err := m.Attach(in.Cgroup, in.InitPid, in.Tmpfs); err != nil {
 		return err // create/run reads EOF on ack: it fails
 	}
+	// The guard: the sandbox dies with this process, however it dies.
+	m.mu.Lock()
+	cgfd := m.cgroupFD
+	m.mu.Unlock()
+	var g *guard
+	if cgfd >= 0 {
+		if g, err = startGuard(filepath.Dir(cfg.StateDir), cfg, cgfd); err != nil {
+			// The commands' check remains (libmaka.FailClosed).
+			fmt.Fprintf(os.Stderr, "maka monitor %s: %v\n", cfg.ID, err)
+		}
+	}
 	// The launcher waits for our answer: it is alive until then.
 	launcher, _ := unix.PidfdOpen(os.Getppid(), 0)
 	// The garbage goes before the user's process runs: a violation must not
@@ -70,6 +82,7 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	code := fileMappings()
 	m.Warm()
 	if _, err := ack.Write([]byte{1}); err != nil {
+		g.disarm() // the launcher is gone: its create fails and removes the sandbox
 		return err
 	}
 	ack.Close()
@@ -80,10 +93,15 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	// crosses its boundary first thing, and the kill would wait for the
 	// pages it needs (measured under emulation, the binary on 9p: 1.5 s).
 	waitExit(launcher, 10*time.Second)
+	// Every return below is an end in order (the sandbox stopped, or
+	// SIGTERM: delete): the guard stands down. Only a death that skips
+	// them (SIGKILL, a crash) fails the sandbox closed.
 	select {
 	case <-m.Done():
+		g.disarm()
 		return nil
 	case <-sigs:
+		g.disarm()
 		return nil
 	case <-time.After(dropPagesAfter):
 	}
@@ -93,6 +111,7 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	case <-m.Done():
 	case <-sigs:
 	}
+	g.disarm()
 	return nil
 }
 
