@@ -205,6 +205,7 @@ func (rt *Runtime) Recover(relaunch Relauncher) ([]RecoveryResult, error) {
 	rt.removeStaleTemps(store)
 	reclaimLeases(store, filepath.Dir(store.Dir))
 	reclaimRoots(store)
+	reclaimStages(store)
 	return results, nil
 }
 
