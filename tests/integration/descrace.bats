@@ -103,6 +103,9 @@ race() {
   [ "$ran" -gt 0 ]
   [ "$breached" -eq 0 ]
   assert_nothing_left "dr-$name-$n"
+  # No staged mount outlives its create.
+  ! grep -F "$MAKA_STATE_DIR/stage" /proc/self/mountinfo
+  [ -z "$(find "$MAKA_STATE_DIR/stage" -mindepth 2 2>/dev/null)" ]
 }
 
 # no_marker FILE: the run's output shows no marker.
