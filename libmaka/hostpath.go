@@ -27,7 +27,7 @@ type HostKind int
 const (
 	// HostDir: a directory (the root).
 	HostDir HostKind = iota
-	// HostBindSource: a directory or a regular file (a bind source).
+	// HostBindSource: any file but a symlink (a bind source).
 	HostBindSource
 	// HostNamespace: a namespace file (nsfs), of type NSType.
 	HostNamespace
@@ -158,9 +158,9 @@ func (h *HostPath) check(kind HostKind, nsType string, never *Never) error {
 			return fmt.Errorf("%s: %s is not a directory", h.Field, h.Path)
 		}
 	case HostBindSource:
-		if typ != unix.S_IFDIR && typ != unix.S_IFREG {
-			return fmt.Errorf("%s: %s is neither a directory nor a regular file: maka binds only those", h.Field, h.Path)
-		}
+		// Any file but a symlink (refused when opened): sockets and
+		// device nodes are bound as runc binds them, the device cgroup
+		// and the policy's bind rules deciding what they give.
 	case HostNamespace:
 		var sfs unix.Statfs_t
 		if err := unix.Fstatfs(h.fd, &sfs); err != nil {
