@@ -119,6 +119,14 @@ const (
 // controls, go through hostfs.go (pin, OpenHostSource, OpenRootFile,
 // createIn, mkdirIn, openSubdir); otherwise add it here with its reason.
 var otherOpens = map[string]string{
+	"libmaka/hostpath.go: NeverOf: os.ReadDir":                   ownState,
+	"libmaka/hostpath.go: NeverOf: os.ReadFile":                  ownState,
+	"libmaka/hostpath.go: Op.Stage: os.OpenFile":                 ownState,
+	"libmaka/hostpath.go: reclaimStages: os.ReadDir":             ownState,
+	"libmaka/hostpath.go: unstage: os.ReadDir":                   ownState,
+	"libmaka/hostpath.go: ancestors: unix.Openat":                bundleItem1,
+	"libmaka/hostpath.go: openNamespace: unix.Openat":            bundleItem1,
+	"libmaka/hostpath.go: openNoLinks: unix.Openat2":             bundleItem1,
 	"libmaka/monitor/guard.go: populatedFd: unix.Openat":         cgroupFiles,
 	"libmaka/monitor/journal.go: CopyJournal: os.Open":           ownState,
 	"libmaka/monitor/journal.go: CopyJournal: os.OpenFile":       ownState,

@@ -38,6 +38,7 @@ type Op struct {
 	committed bool
 	leased    *leaseRef // the id block this op leased (LeaseIDs)
 	scaffold  string    // the root scaffold this op built (BuildRoot)
+	staged    int       // mounts this op staged (Stage)
 }
 
 // Begin takes the id's lock for command (waiting up to LockWait for another
@@ -182,6 +183,13 @@ func (op *Op) End() {
 			if err := removeRoot(op.scaffold); err != nil {
 				logrus.Warnf("container %s: %v (`maka recover` removes it)", op.ID, err)
 			}
+		}
+	}
+	// Staged mounts serve libcontainer's create alone: the sandbox (if
+	// any) holds its own mounts by now.
+	if op.staged > 0 {
+		if err := unstage(stageDir(op.lock.store, op.ID)); err != nil {
+			logrus.Warnf("container %s: %v (`maka recover` removes it)", op.ID, err)
 		}
 	}
 	op.lock.Unlock()

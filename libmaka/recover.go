@@ -164,6 +164,7 @@ func (rt *Runtime) Recover(relaunch Relauncher) ([]RecoveryResult, error) {
 	rt.removeStaleTemps(store)
 	reclaimLeases(store, filepath.Dir(store.Dir))
 	reclaimRoots(store)
+	reclaimStages(store)
 	return results, nil
 }
 

@@ -209,7 +209,12 @@ func rootsDir(s *Store) string {
 // to the missing part, which is made empty. The root itself is only read.
 // The scaffold is the op's: End removes it unless the create commits,
 // Lock.Drop once the record goes, recover when no record names it.
-func (op *Op) BuildRoot(b *Boundary) error {
+//
+// from is where the root is read and bound from: the root's staged clone
+// (Op.StageBoundary: a private copy of the checked descriptor under maka's
+// own directory), never r.Path by name again; r.Path when nothing was
+// staged (rootless: the user's own files).
+func (op *Op) BuildRoot(b *Boundary, from string) error {
 	r := &b.Rootfs
 	if !r.Scaffolded() {
 		return nil
@@ -243,7 +248,10 @@ func (op *Op) BuildRoot(b *Boundary) error {
 		return fmt.Errorf("root scaffold: %w", err)
 	}
 	op.scaffold = dir
-	s := scaffolder{root: r.Path, dir: dir, covered: coveredDirs(b)}
+	if from == "" {
+		from = r.Path
+	}
+	s := scaffolder{root: from, dir: dir, covered: coveredDirs(b)}
 	if r.IDMapped {
 		s.uids, s.gids = b.UIDMappings, b.GIDMappings
 	} else if b.Users.Namespace {
@@ -259,7 +267,7 @@ func (op *Op) BuildRoot(b *Boundary) error {
 	}
 	r.Binds = r.Binds[:0]
 	for _, e := range s.binds {
-		r.Binds = append(r.Binds, specs.Mount{Destination: "/" + e, Type: "bind", Source: filepath.Join(r.Path, e), Options: opts})
+		r.Binds = append(r.Binds, specs.Mount{Destination: "/" + e, Type: "bind", Source: filepath.Join(from, e), Options: opts})
 	}
 	r.Scaffold = dir
 	CrashPoint(op.Command + ":root-built")

@@ -174,6 +174,10 @@ type Options struct {
 	// nodes bound from the host, with the host's permissions): every
 	// other cgroup write fails the create, so limits hold.
 	Rootless bool
+	// Staged are the mounts staged from the checked descriptors of the
+	// root, the bind sources and the namespace paths (nil: the Boundary's
+	// paths, as checked; rootless).
+	Staged *libmaka.Staged
 }
 
 // Converted is a container configuration ready for libcontainer, plus the
@@ -195,7 +199,7 @@ func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
 	if b.Rootfs.Scaffolded() && b.Rootfs.Scaffold == "" {
 		return nil, errors.New("the sandbox's root has no scaffold yet: it is built at create (libmaka.Op.BuildRoot)")
 	}
-	spec, err := SpecOf(b)
+	spec, err := specOf(b, opts.Staged)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +224,13 @@ func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
 
 // SpecOf is the OCI document a Boundary stands for: what runc's converter
 // reads. Only the Boundary's fields are read.
-func SpecOf(b *libmaka.Boundary) (*specs.Spec, error) {
+func SpecOf(b *libmaka.Boundary) (*specs.Spec, error) { return specOf(b, nil) }
+
+// specOf is SpecOf with the staged paths (libmaka.Op.StageBoundary) in
+// place of the root, the bind sources and the namespace paths, when
+// staged is set: libcontainer never sees a host path by the name someone
+// else could swap.
+func specOf(b *libmaka.Boundary, staged *libmaka.Staged) (*specs.Spec, error) {
 	if !filepath.IsAbs(b.Rootfs.Path) {
 		return nil, fmt.Errorf("root.path %q: the boundary's root must be an absolute path", b.Rootfs.Path)
 	}
@@ -229,10 +239,18 @@ func SpecOf(b *libmaka.Boundary) (*specs.Spec, error) {
 	}
 	// An assembled root: the scaffold stands for the root, the root's
 	// entries bound into it before any other mount.
-	root, mounts := b.Rootfs.Path, b.Mounts
+	root, mounts := b.Rootfs.Path, slices.Clone(b.Mounts)
+	if staged != nil {
+		root = staged.Root
+		for i, src := range staged.Mounts {
+			if i < len(mounts) {
+				mounts[i].Source = src
+			}
+		}
+	}
 	if b.Rootfs.Scaffold != "" {
 		root = b.Rootfs.Scaffold
-		mounts = append(slices.Clone(b.Rootfs.Binds), b.Mounts...)
+		mounts = append(slices.Clone(b.Rootfs.Binds), mounts...)
 	}
 	spec := &specs.Spec{
 		Version:     specs.Version,
@@ -257,8 +275,12 @@ func SpecOf(b *libmaka.Boundary) (*specs.Spec, error) {
 			MountLabel:        b.MountLabel,
 		},
 	}
-	for _, n := range b.Namespaces {
-		spec.Linux.Namespaces = append(spec.Linux.Namespaces, specs.LinuxNamespace{Type: specs.LinuxNamespaceType(n.Type), Path: n.Path})
+	for i, n := range b.Namespaces {
+		path := n.Path
+		if p, ok := staged.NamespacePath(i); ok {
+			path = p
+		}
+		spec.Linux.Namespaces = append(spec.Linux.Namespaces, specs.LinuxNamespace{Type: specs.LinuxNamespaceType(n.Type), Path: path})
 	}
 	if err := Validate(spec); err != nil {
 		return nil, err
