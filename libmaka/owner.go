@@ -122,9 +122,6 @@ func (o BindOwner) matches(rule, hostPath string) bool {
 	return true
 }
 
-// HasPlaceholder reports whether a rule's path names its container.
-func (r PathRule) HasPlaceholder() bool { return strings.Contains(r.Path, "{") }
-
 // engineBindPaths are baseline's bindPaths: where each engine keeps one
 // container's or one pod's files, and only that container's or pod's.
 var engineBindPaths = []PathRule{

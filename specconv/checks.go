@@ -356,8 +356,8 @@ func readonlyOptions(opts []string) bool {
 // rules depend on (CheckHost's step, at create): each hook that runs on
 // the host (checkHostHooks) and the cgroup the sandbox is placed in
 // (checkHostCgroup).
-func checkHostRules(b *libmaka.Boundary, policy *libmaka.Policy, reject func(field, format string, args ...any)) {
-	checkHostHooks(b, policy, reject)
+func checkHostRules(b *libmaka.Boundary, reject func(field, format string, args ...any)) {
+	checkHostHooks(b, reject)
 	checkHostCgroup(b, reject)
 }
 
@@ -367,7 +367,7 @@ func checkHostRules(b *libmaka.Boundary, policy *libmaka.Policy, reject func(fie
 // own user) and nobody else may write them (a sticky directory, /tmp, only
 // keeps what others own out: the entry below it must be root's), so no
 // other user can swap it between this check and its run.
-func checkHostHooks(b *libmaka.Boundary, policy *libmaka.Policy, reject func(field, format string, args ...any)) {
+func checkHostHooks(b *libmaka.Boundary, reject func(field, format string, args ...any)) {
 	if b.Hooks == nil {
 		return
 	}

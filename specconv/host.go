@@ -91,7 +91,7 @@ func CheckHost(b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []
 		}
 	}
 	checkHostUsers(b, policy, reject)
-	checkHostRules(b, policy, reject)
+	checkHostRules(b, reject)
 	summariseMounts(b) // with the resolved sources
 	if len(items) > 0 {
 		return &RejectedError{Verdict: Verdict{Profile: policy.Profile, Items: items}}

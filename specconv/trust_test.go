@@ -39,7 +39,7 @@ func TestBaselineRefusesAnUnlistedHook(t *testing.T) {
 		s.Hooks = &specs.Hooks{}
 		switch kind {
 		case "prestart":
-			s.Hooks.Prestart = h //nolint:staticcheck // runc still runs them
+			s.Hooks.Prestart = h
 		case "createRuntime":
 			s.Hooks.CreateRuntime = h
 		case "createContainer":
