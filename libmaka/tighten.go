@@ -54,7 +54,7 @@ func stricterCommandTimeout(a, b int64) int64 {
 func stricterBindPaths(a []PathRule, b *Policy) []PathRule {
 	out := []PathRule{}
 	for _, r := range a {
-		switch b.BindRule(r.Path) {
+		switch b.BindRule(r.Path, BindOwner{}) {
 		case "rw":
 			out = append(out, r)
 		case "ro":

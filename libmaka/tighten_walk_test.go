@@ -39,7 +39,7 @@ func TestTightenNeverLoosensAnyField(t *testing.T) {
 		"Capabilities": func(r, a *Policy) bool { return subset(r.Capabilities, a.Capabilities) },
 		"BindPaths": func(r, a *Policy) bool {
 			for _, b := range r.BindPaths {
-				if m := a.BindRule(b.Path); m == "" || (b.Mode == "rw" && m != "rw") {
+				if m := a.BindRule(b.Path, BindOwner{}); m == "" || (b.Mode == "rw" && m != "rw") {
 					return false
 				}
 			}
@@ -48,6 +48,7 @@ func TestTightenNeverLoosensAnyField(t *testing.T) {
 		"NetworkModes":   func(r, a *Policy) bool { return subset(r.NetworkModes, a.NetworkModes) },
 		"Devices":        func(r, a *Policy) bool { return subset(r.Devices, a.Devices) },
 		"Sysctls":        func(r, a *Policy) bool { return subset(r.Sysctls, a.Sysctls) },
+		"HookPaths":      func(r, a *Policy) bool { return subset(r.HookPaths, a.HookPaths) },
 		"Hooks":          func(r, a *Policy) bool { return !r.Hooks || a.Hooks },
 		"WritableRootfs": func(r, a *Policy) bool { return !r.WritableRootfs || a.WritableRootfs },
 		"CgroupParents":  func(r, a *Policy) bool { return subset(r.CgroupParents, a.CgroupParents) },

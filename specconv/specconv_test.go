@@ -143,7 +143,9 @@ func TestToLibcontainerMovesPoststart(t *testing.T) {
 		Poststart: []specs.Hook{{Path: "/bin/true"}},
 		Poststop:  []specs.Hook{{Path: "/bin/false"}},
 	}
-	b, err := ToBoundary(s, policy(t, "baseline"))
+	p := policy(t, "baseline")
+	p.HookPaths = []string{"/bin/true", "/bin/false"}
+	b, err := ToBoundary(s, p)
 	if err != nil {
 		t.Fatal(err)
 	}
