@@ -6,6 +6,11 @@
 # inside the container and from its cgroup.
 
 MAKA_POLICY=   # the default, restricted; baseline through --policy
+# Podman's real 64-character container id is the maka id here (baseline binds
+# only that container's own files): under bats' long temporary directory the
+# monitor's socket path would pass the 107-byte limit of a unix socket.
+: "${MAKA_ROOT:=/run/maka-profiles}"
+
 load helpers
 bats_require_minimum_version 1.5.0
 
