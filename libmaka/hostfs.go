@@ -183,9 +183,10 @@ func (x *pinned) openFile(verb string) (*os.File, error) {
 }
 
 // openDir reopens a pinned directory for reading (listing, and as the
-// directory descriptor of *at calls), once it passed check.
-func (x *pinned) openDir(verb string) (*os.File, error) {
-	fd, err := x.openDirFd(verb)
+// directory descriptor of *at calls), once it passed check; what is refused
+// is "not copied" (every caller copies).
+func (x *pinned) openDir() (*os.File, error) {
+	fd, err := x.openDirFd("not copied")
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +254,7 @@ func OpenHostSource(src string) (*os.File, error) {
 	}
 	defer x.Close()
 	if x.typ() == unix.S_IFDIR {
-		return x.openDir("not copied")
+		return x.openDir()
 	}
 	return x.openFile("not copied")
 }

@@ -327,7 +327,7 @@ func (c *treeCopy) subdir(x *pinned, name, p string, out int, dp string, depth i
 	if depth > c.lim.depth {
 		return &TransferTooLargeError{Path: p, Size: int64(depth), Limit: int64(c.lim.depth), Unit: "levels of directories"}
 	}
-	src, err := x.openDir("not copied")
+	src, err := x.openDir()
 	if err != nil {
 		return err
 	}
@@ -413,7 +413,7 @@ func copyDirOutAt(root int, p string, dst string, lim dirLimits) (DirResult, err
 	if x.typ() != unix.S_IFDIR {
 		return DirResult{}, fmt.Errorf("%s: %s, not a directory: %w", p, typeName(x.st.Mode), unix.ENOTDIR)
 	}
-	src, err := x.openDir("not copied")
+	src, err := x.openDir()
 	if err != nil {
 		return DirResult{}, err
 	}
@@ -501,7 +501,7 @@ func copyDirInAt(root int, src string, p string, lim dirLimits, t Target) (DirRe
 	if x.typ() != unix.S_IFDIR {
 		return DirResult{}, fmt.Errorf("%s: not a directory: %w", src, unix.ENOTDIR)
 	}
-	srcf, err := x.openDir("not copied")
+	srcf, err := x.openDir()
 	if err != nil {
 		return DirResult{}, err
 	}

@@ -149,7 +149,7 @@ func TestNoImplicitDeviceRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		var allowed []string
-		for _, r := range out.Config.Cgroups.Resources.Devices {
+		for _, r := range out.Config.Cgroups.Devices {
 			if !r.Allow {
 				continue
 			}
