@@ -414,8 +414,8 @@ func unstage(dir string) error {
 	return nil
 }
 
-// reclaimStages removes the staged mounts of ids no live command holds
-// (creates that died before their End).
+// reclaimStages removes the staged mounts of ids no live command holds and
+// no record names (creates that died before their End).
 func reclaimStages(store *Store) {
 	base := filepath.Dir(stageDir(store, "x"))
 	entries, err := os.ReadDir(base)
@@ -431,7 +431,10 @@ func reclaimStages(store *Store) {
 		if err != nil {
 			continue
 		}
-		_ = unstage(filepath.Join(base, id))
+		// A live sandbox's (its record names it) stays until its teardown.
+		if rec, err := store.Get(id); err == nil && rec == nil {
+			_ = unstage(filepath.Join(base, id))
+		}
 		lock.Unlock()
 	}
 }

@@ -50,8 +50,13 @@ func BindOwnerOf(id string, annotations map[string]string) BindOwner {
 		return ""
 	}
 	o := BindOwner{SandboxID: first(sandboxIDAnnotations), PodUID: first(podUIDAnnotations)}
-	if plainName(id) {
+	switch {
+	case plainName(id):
 		o.ID = id
+	case id != "":
+		// Known but not a plain name: {id} must match nothing (an
+		// empty ID would stand for any name). No path component is "/".
+		o.ID = "/"
 	}
 	return o
 }

@@ -185,9 +185,12 @@ func (op *Op) End() {
 			}
 		}
 	}
-	// Staged mounts serve libcontainer's create alone: the sandbox (if
-	// any) holds its own mounts by now.
-	if op.staged > 0 {
+	// A create that did not commit: its staged mounts go (reap has dropped
+	// them with the record; a failure before publishing leaves them here).
+	// A committed create keeps them until its teardown: libcontainer keeps
+	// the staged root as the container's rootfs path (exec starts its
+	// process there), and Lock.Drop unstages.
+	if op.staged > 0 && !op.committed {
 		if err := unstage(stageDir(op.lock.store, op.ID)); err != nil {
 			logrus.Warnf("container %s: %v (`maka recover` removes it)", op.ID, err)
 		}

@@ -243,6 +243,15 @@ func TestPolicyPlaceholdersAndHookPathsAreChecked(t *testing.T) {
 	if got := p.BindRule("/srv/pods/../x", libmaka.BindOwnerOf("c1", map[string]string{"io.kubernetes.pod.uid": ".."})); got != "" {
 		t.Errorf("a pod uid of ..: %q, want refused", got)
 	}
+	// A known id that is not a plain name (maka's ids may start with _ . +
+	// -) stands for its own directory only, never for any name.
+	q, err := libmaka.ParsePolicy([]byte(`{"profile": "baseline", "bindPaths": [{"path": "/srv/ctr/{id}", "mode": "rw"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.BindRule("/srv/ctr/victim/userdata", libmaka.BindOwnerOf("_x", nil)); got != "" {
+		t.Errorf("container _x binds another container's directory: %q, want refused", got)
+	}
 }
 
 func TestCgroupNeverInsideABusyCgroup(t *testing.T) {
@@ -263,6 +272,7 @@ func TestCgroupNeverInsideABusyCgroup(t *testing.T) {
 	mk("kubepods/podvictim/ctr", "4242\n4243\n")
 	for path, refused := range map[string]bool{
 		"/kubepods/podvictim/ctr/evil": true,  // inside a running container's cgroup
+		"/kubepods/podvictim/ctr/x..y": true,  // the same, a name holding ".." (a spelling, not a parent)
 		"/kubepods/podvictim/ctr":      true,  // the container's cgroup itself
 		"/kubepods/podvictim/new":      false, // a new container of the pod, beside it
 		"/kubepods/podmine/new":        false, // not made yet

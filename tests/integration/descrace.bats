@@ -103,7 +103,7 @@ race() {
   [ "$ran" -gt 0 ]
   [ "$breached" -eq 0 ]
   assert_nothing_left "dr-$name-$n"
-  # No staged mount outlives its create.
+  # No staged mount outlives its sandbox.
   ! grep -F "$MAKA_STATE_DIR/stage" /proc/self/mountinfo
   [ -z "$(find "$MAKA_STATE_DIR/stage" -mindepth 2 2>/dev/null)" ]
 }
