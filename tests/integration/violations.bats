@@ -402,49 +402,6 @@ flood() {
   assert_nothing_left ve
 }
 
-# no_raw_controls TEXT: TEXT holds no control byte (but newline and tab),
-# no DEL and no U+202E (a bidi override) that a terminal would act on.
-no_raw_controls() {
-  ! LC_ALL=C grep -qP '[\x00-\x08\x0b-\x1f\x7f]|\xe2\x80\xae' <<<"$1"
-}
-
-# table_column NAME [NEXT]: the cells of column NAME (up to column NEXT) in
-# the table on stdin, spaces removed, joined.
-table_column() {
-  awk -v name="$1" -v next_="${2:-}" '
-    NR == 1 { s = index($0, name); e = next_ == "" ? 0 : index($0, next_); next }
-    { c = e ? substr($0, s, e - s) : substr($0, s); gsub(/ /, "", c); printf "%s", c }'
-}
-
-@test "a process named with escape sequences: violations, its JSON and run's error show the name escaped, never a raw ESC" {
-  # comm (15 bytes at most) is the executable's name: an OSC that retitles
-  # the terminal, BEL, a CSI that clears it, a bidi override.
-  local name=$'\e]0;pwn\a\e[2J\u202e'
-  install -m 755 "$MAKA_ROOTFS/usr/bin/escape" "$MAKA_ROOTFS/usr/bin/$name"
-  make_bundle "$BATS_TEST_TMPDIR/b"
-  update_config "$BATS_TEST_TMPDIR/b" '.process.args = [$n, "unshare"]' --arg n "/usr/bin/$name"
-  run_detached "$BATS_FILE_TMPDIR/deny.json" vd-esc "$BATS_TEST_TMPDIR/b"
-  run maka violations vd-esc
-  echo "$output" | od -c | head -20
-  [ "$status" -eq 0 ]
-  # (The table wraps long cells under their column: join the pieces.)
-  [ "$(table_column COMM WHAT <<<"$output")" = '\x1b]0;pwn\x07\x1b[2J\u{202e}' ]
-  [ "$(table_column WHAT <<<"$output")" = 'unshare(0x10000000)=EPERM' ]
-  no_raw_controls "$output"
-  # JSON stays JSON: the name decodes exactly, escaped as \u in the text.
-  run maka violations --format json vd-esc
-  [ "$status" -eq 0 ]
-  jq -e --arg n "$name" '.[0].comm == $n' <<<"$output"
-  no_raw_controls "$output"
-  maka delete vd-esc
-  # Under kill, run's SANDBOX_BOUNDARY_VIOLATION error names it escaped.
-  run "$MAKA_BINARY" --root "$MAKA_ROOT" run --bundle "$BATS_TEST_TMPDIR/b" vk-esc </dev/null
-  rm -f "$MAKA_ROOTFS/usr/bin/$name"
-  echo "$output" | od -c | head -20
-  [ "$status" -eq 137 ]
-  [[ "$output" == "SANDBOX_BOUNDARY_VIOLATION: container vk-esc was killed: syscall unshare(0x10000000) by pid "[0-9]*' (\x1b]0;pwn\x07\x1b[2J\u{202e}), sandbox killed'* ]]
-  no_raw_controls "$output"
-  assert_nothing_left vk-esc
 # kill_monitor ID: SIGKILL the sandbox's monitor and wait until it is gone.
 kill_monitor() {
   local mon
@@ -526,4 +483,49 @@ wait_empty() {
   jq -e '.status == "stopped"' <<<"$output"
   maka delete vmon2
   assert_nothing_left vmon2
+}
+
+# no_raw_controls TEXT: TEXT holds no control byte (but newline and tab),
+# no DEL and no U+202E (a bidi override) that a terminal would act on.
+no_raw_controls() {
+  ! LC_ALL=C grep -qP '[\x00-\x08\x0b-\x1f\x7f]|\xe2\x80\xae' <<<"$1"
+}
+
+# table_column NAME [NEXT]: the cells of column NAME (up to column NEXT) in
+# the table on stdin, spaces removed, joined.
+table_column() {
+  awk -v name="$1" -v next_="${2:-}" '
+    NR == 1 { s = index($0, name); e = next_ == "" ? 0 : index($0, next_); next }
+    { c = e ? substr($0, s, e - s) : substr($0, s); gsub(/ /, "", c); printf "%s", c }'
+}
+
+@test "a process named with escape sequences: violations, its JSON and run's error show the name escaped, never a raw ESC" {
+  # comm (15 bytes at most) is the executable's name: an OSC that retitles
+  # the terminal, BEL, a CSI that clears it, a bidi override.
+  local name=$'\e]0;pwn\a\e[2J\u202e'
+  install -m 755 "$MAKA_ROOTFS/usr/bin/escape" "$MAKA_ROOTFS/usr/bin/$name"
+  make_bundle "$BATS_TEST_TMPDIR/b"
+  update_config "$BATS_TEST_TMPDIR/b" '.process.args = [$n, "unshare"]' --arg n "/usr/bin/$name"
+  run_detached "$BATS_FILE_TMPDIR/deny.json" vd-esc "$BATS_TEST_TMPDIR/b"
+  run maka violations vd-esc
+  echo "$output" | od -c | head -20
+  [ "$status" -eq 0 ]
+  # (The table wraps long cells under their column: join the pieces.)
+  [ "$(table_column COMM WHAT <<<"$output")" = '\x1b]0;pwn\x07\x1b[2J\u{202e}' ]
+  [ "$(table_column WHAT <<<"$output")" = 'unshare(0x10000000)=EPERM' ]
+  no_raw_controls "$output"
+  # JSON stays JSON: the name decodes exactly, escaped as \u in the text.
+  run maka violations --format json vd-esc
+  [ "$status" -eq 0 ]
+  jq -e --arg n "$name" '.[0].comm == $n' <<<"$output"
+  no_raw_controls "$output"
+  maka delete vd-esc
+  # Under kill, run's SANDBOX_BOUNDARY_VIOLATION error names it escaped.
+  run "$MAKA_BINARY" --root "$MAKA_ROOT" run --bundle "$BATS_TEST_TMPDIR/b" vk-esc </dev/null
+  rm -f "$MAKA_ROOTFS/usr/bin/$name"
+  echo "$output" | od -c | head -20
+  [ "$status" -eq 137 ]
+  [[ "$output" == "SANDBOX_BOUNDARY_VIOLATION: container vk-esc was killed: syscall unshare(0x10000000) by pid "[0-9]*' (\x1b]0;pwn\x07\x1b[2J\u{202e}), sandbox killed'* ]]
+  no_raw_controls "$output"
+  assert_nothing_left vk-esc
 }
