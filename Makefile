@@ -30,8 +30,8 @@ INTEGRATION_TAGS ?= !soak
 INTEGRATION_LOG := $(CURDIR)/build/integration.tap
 # A hung test fails alone instead of stalling the suite; the guest as a whole
 # is bounded too (CI stops at 90 minutes).
-export BATS_TEST_TIMEOUT ?= 240
-export VM_TIMEOUT ?= 4200
+export BATS_TEST_TIMEOUT ?= 360
+export VM_TIMEOUT ?= 4800
 
 DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2 \
