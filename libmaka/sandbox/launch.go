@@ -137,12 +137,16 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	}
 	s := &Launched{Container: ctr}
 	var w *watch
-	// One cleanup for every failure from here on: the monitor stops here,
-	// and op.End, finding the create uncommitted, tears the container
-	// down (libmaka's one teardown: processes, cgroup, state, record).
+	// One cleanup for every failure from here on: the monitor stops, and
+	// libmaka's one teardown ends the container created here (processes,
+	// libcontainer's destroy with its poststop hooks, as runc's, cgroup,
+	// state, record); if that fails, op.End's reap tries again.
 	defer func() {
 		if err != nil {
 			w.abort()
+			if terr := op.Teardown(ctr, nil); terr != nil {
+				logrus.Warn(terr)
+			}
 		}
 	}()
 	// The monitor listens before the init starts: libcontainer hands it
