@@ -128,6 +128,7 @@ var otherOpens = map[string]string{
 	"libmaka/hostpath.go: ancestors: unix.Openat":                bundleItem1,
 	"libmaka/hostpath.go: openNamespace: unix.Openat":            bundleItem1,
 	"libmaka/hostpath.go: openNoLinks: unix.Openat2":             bundleItem1,
+	"libmaka/hostpath.go: OpenBeneath: unix.Openat2":             bundleItem1,
 	"libmaka/monitor/guard.go: populatedFd: unix.Openat":         cgroupFiles,
 	"libmaka/monitor/journal.go: CopyJournal: os.Open":           ownState,
 	"libmaka/monitor/journal.go: CopyJournal: os.OpenFile":       ownState,

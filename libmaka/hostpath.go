@@ -323,10 +323,13 @@ func (op *Op) Stage(h *HostPath, recursive bool) (string, error) {
 			return "", err
 		}
 		stateDir := filepath.Dir(op.lock.store.Dir)
-		for _, d := range []string{stateDir, filepath.Join(stateDir, "stage"), filepath.Dir(dir), dir} {
+		for _, d := range []string{stateDir, filepath.Join(stateDir, "stage"), filepath.Dir(dir)} {
 			if err := ensureSearchable(d); err != nil {
 				return "", fmt.Errorf("%s: stage: %w", h.Field, err)
 			}
+		}
+		if err := makeStageDir(dir, op.stageGID); err != nil {
+			return "", fmt.Errorf("%s: stage: %w", h.Field, err)
 		}
 	}
 	op.staged++
@@ -359,6 +362,24 @@ func (op *Op) Stage(h *HostPath, recursive bool) (string, error) {
 		return "", fmt.Errorf("%s: stage %s: move_mount: %w", h.Field, h.Path, err)
 	}
 	return dst, nil
+}
+
+// makeStageDir makes the sandbox's own stage directory: root's, mode
+// 0700, or 0710 with group gid when gid >= 0. A staged mount shows its
+// source past the permissions of the source's parents: only root and
+// the sandbox's own init (in its user namespace, that group: libcontainer
+// mounts from there) may reach it, never another local user.
+func makeStageDir(dir string, gid int) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	if gid < 0 {
+		return nil
+	}
+	if err := os.Lchown(dir, os.Geteuid(), gid); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o710)
 }
 
 func ensureSearchable(d string) error {
@@ -463,6 +484,10 @@ func (op *Op) StageBoundary(b *Boundary) (*Staged, error) {
 		return nil, nil
 	}
 	never := NeverOf(op.rt.Root, filepath.Dir(op.lock.store.Dir))
+	op.stageGID = -1
+	if b.Users.Namespace && len(b.GIDMappings) > 0 {
+		op.stageGID = int(mapID(b.GIDMappings, 0))
+	}
 	st := &Staged{Mounts: map[int]string{}, Namespaces: map[int]string{}}
 	stage := func(field, path string, kind HostKind, nsType string, recursive bool) (string, error) {
 		h, err := OpenHostPath(field, path, kind, nsType, never)
@@ -497,6 +522,41 @@ func (op *Op) StageBoundary(b *Boundary) (*Staged, error) {
 		st.Namespaces[i] = p
 	}
 	return st, nil
+}
+
+// OpenBeneath opens rel below the directory open as dirfd (O_PATH,
+// RESOLVE_BENEATH and no symlink anywhere: an entry of the root swapped
+// for a link to a host path after it was read is refused, not followed)
+// and checks that it is a directory when dir, a file but a symlink
+// otherwise. path names it in errors (field: path).
+func OpenBeneath(field, path string, dirfd int, rel string, dir bool) (*HostPath, error) {
+	h := &HostPath{Field: field, Path: path, fd: -1}
+	var err error
+	for {
+		h.fd, err = unix.Openat2(dirfd, rel, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, hostPathError(field, path, err)
+	}
+	if err := unix.Fstat(h.fd, &h.st); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("%s: %s: %w", field, path, err)
+	}
+	switch typ := h.st.Mode & unix.S_IFMT; {
+	case typ == unix.S_IFLNK:
+		h.Close()
+		return nil, hostPathError(field, path, unix.ELOOP)
+	case (typ == unix.S_IFDIR) != dir:
+		h.Close()
+		return nil, fmt.Errorf("%s: %s changed since it was read (a directory and a file swapped)", field, path)
+	}
+	return h, nil
 }
 
 // isBindMount is specconv.IsBind's rule (a bind type, or a bind option).

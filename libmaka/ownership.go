@@ -39,6 +39,9 @@ type Op struct {
 	leased    *leaseRef // the id block this op leased (LeaseIDs)
 	scaffold  string    // the root scaffold this op built (BuildRoot)
 	staged    int       // mounts this op staged (Stage)
+	// stageGID: the group that may search the stage directory (the
+	// sandbox's root's host gid, with a user namespace), or -1: none.
+	stageGID int
 }
 
 // Begin takes the id's lock for command (waiting up to LockWait for another

@@ -248,7 +248,8 @@ func (op *Op) BuildRoot(b *Boundary, from string) error {
 		return fmt.Errorf("root scaffold: %w", err)
 	}
 	op.scaffold = dir
-	if from == "" {
+	staged := from != ""
+	if !staged {
 		from = r.Path
 	}
 	s := scaffolder{root: from, dir: dir, covered: coveredDirs(b)}
@@ -258,16 +259,35 @@ func (op *Op) BuildRoot(b *Boundary, from string) error {
 		s.owner0 = true
 		s.uids, s.gids = b.UIDMappings, b.GIDMappings
 	}
-	if err := s.build(r.Missing, r.MissingFiles); err != nil {
+	var err error
+	if err = s.build(r.Missing, r.MissingFiles); err != nil {
 		return fmt.Errorf("root scaffold for %s: %w", r.Path, err)
 	}
 	opts := []string{"rbind", "rro"}
 	if r.IDMapped {
 		opts = append(opts, "ridmap")
 	}
+	// Each entry is bound from a mount staged from its own descriptor,
+	// opened below the staged root without following any link: the root's
+	// entries are the bundle author's to rename while maka works, and a
+	// bind by name would follow an entry swapped for a link to /etc.
+	// Rootless, nothing was staged: the user's own files, by name.
+	var rootfd = -1
+	if staged {
+		if rootfd, err = openNoLinks(from, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC); err != nil {
+			return fmt.Errorf("root scaffold for %s: %w", r.Path, err)
+		}
+		defer unix.Close(rootfd)
+	}
 	r.Binds = r.Binds[:0]
 	for _, e := range s.binds {
-		r.Binds = append(r.Binds, specs.Mount{Destination: "/" + e, Type: "bind", Source: filepath.Join(from, e), Options: opts})
+		src := filepath.Join(from, e)
+		if rootfd >= 0 {
+			if src, err = op.stageEntry(rootfd, filepath.Join(r.Path, e), e, s.isDir[e]); err != nil {
+				return err
+			}
+		}
+		r.Binds = append(r.Binds, specs.Mount{Destination: "/" + e, Type: "bind", Source: src, Options: opts})
 	}
 	r.Scaffold = dir
 	CrashPoint(op.Command + ":root-built")
@@ -308,6 +328,7 @@ type scaffolder struct {
 	owner0  bool
 	covered map[string]bool
 	binds   []string
+	isDir   map[string]bool // binds that are directories
 }
 
 func (s *scaffolder) build(missing, files []string) error {
@@ -447,7 +468,24 @@ func (s *scaffolder) entry(p string) error {
 		}
 	}
 	s.binds = append(s.binds, p)
+	if fi.IsDir() {
+		if s.isDir == nil {
+			s.isDir = map[string]bool{}
+		}
+		s.isDir[p] = true
+	}
 	return nil
+}
+
+// stageEntry stages the root's entry rel (below the staged root open as
+// rootfd; path names it on the host) and returns the staged path.
+func (op *Op) stageEntry(rootfd int, path, rel string, dir bool) (string, error) {
+	h, err := OpenBeneath("root.path", path, rootfd, rel, dir)
+	if err != nil {
+		return "", err
+	}
+	defer h.Close()
+	return op.Stage(h, true)
 }
 
 // allHidden reports whether each of the entries of p is a directory a

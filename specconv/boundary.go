@@ -1204,7 +1204,14 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 			n, _ := strconv.ParseUint(v, 10, 64)
 			b.Cgroup.CPUWeight = &n
 		}
-		b.Cgroup.BlockIO, b.Cgroup.HugepageLimits, b.Cgroup.Rdma, b.Cgroup.Devices = r.BlockIO, r.HugepageLimits, r.Rdma, r.Devices
+		b.Cgroup.BlockIO, b.Cgroup.HugepageLimits, b.Cgroup.Rdma = r.BlockIO, r.HugepageLimits, r.Rdma
+		for _, d := range r.Devices {
+			if ConsoleRule(d) {
+				b.Cgroup.DevicesDropped = append(b.Cgroup.DevicesDropped, d)
+			} else {
+				b.Cgroup.Devices = append(b.Cgroup.Devices, d)
+			}
+		}
 	}
 	p := s.Process
 	b.Process = libmaka.Process{

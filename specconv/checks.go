@@ -200,8 +200,8 @@ func (c *checker) checkDeviceRules() {
 		}
 	}
 	for i, d := range l.Resources.Devices {
-		if !d.Allow {
-			continue
+		if !d.Allow || ConsoleRule(d) {
+			continue // a console rule is dropped (ToBoundary), never granted
 		}
 		field := fmt.Sprintf("linux.resources.devices[%d]", i)
 		if d.Type == "" || d.Type == "a" || d.Major == nil || *d.Major < 0 {
@@ -221,6 +221,17 @@ func (c *checker) checkDeviceRules() {
 				d.Type, *d.Major, minorString(minor), c.profile())
 		}
 	}
+}
+
+// ConsoleRule reports whether d is an allow rule for the host's system
+// console (c 5:1) alone, which containerd's default spec grants every
+// container. No sandbox has that node (a terminal is its own pty, bound
+// at /dev/console), so the rule could only serve a node the sandbox made
+// itself: the host's console. It is dropped from the device cgroup and
+// shown as dropped in the Boundary, rather than refused, so that an
+// engine's default container still runs.
+func ConsoleRule(d specs.LinuxDeviceCgroup) bool {
+	return d.Allow && d.Type == "c" && d.Major != nil && *d.Major == 5 && d.Minor != nil && *d.Minor == 1
 }
 
 func minorString(m int64) string {

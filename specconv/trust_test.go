@@ -117,16 +117,33 @@ func TestConsoleIsNotAStandardDevice(t *testing.T) {
 		if hasItem(t, err, "linux.devices[0]") == nil {
 			t.Errorf("%s: the host's console c 5:1 is made in the sandbox: %v", profile, err)
 		}
+		// containerd's default spec allows c 5:1 rwm: the rule is
+		// dropped (shown in the Boundary), never given, and the
+		// container still runs.
 		s = exampleSpec(t)
 		s.Root.Readonly = true
 		s.Process.Capabilities = nil
+		console := specs.LinuxDeviceCgroup{Allow: true, Type: "c", Major: ptr64(5), Minor: ptr64(1), Access: "rwm"}
 		s.Linux.Resources = &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{
-			{Allow: false, Access: "rwm"},
-			{Allow: true, Type: "c", Major: ptr64(5), Minor: ptr64(1), Access: "rwm"},
+			{Allow: false, Access: "rwm"}, console,
 		}}
+		b, err := ToBoundary(s, policy(t, profile))
+		if err != nil {
+			t.Fatalf("%s: containerd's console rule refuses the container: %v", profile, err)
+		}
+		if len(b.Cgroup.DevicesDropped) != 1 || slices.ContainsFunc(b.Cgroup.Devices, ConsoleRule) {
+			t.Errorf("%s: the console rule is not dropped: devices %v, dropped %v", profile, b.Cgroup.Devices, b.Cgroup.DevicesDropped)
+		}
+		for _, d := range convertable(t, b, "console").Linux.Resources.Devices {
+			if d.Allow && d.Type == "c" && *d.Major == 5 && (d.Minor == nil || *d.Minor == 1) {
+				t.Errorf("%s: the kernel side gets a rule for the console: %v", profile, d)
+			}
+		}
+		// A rule for every minor of major 5 still names the console.
+		s.Linux.Resources.Devices[1].Minor = nil
 		_, err = ToBoundary(s, policy(t, profile))
 		if hasItem(t, err, "linux.resources.devices[1]") == nil {
-			t.Errorf("%s: a c 5:1 rwm rule is allowed: %v", profile, err)
+			t.Errorf("%s: a c 5:* rwm rule is allowed: %v", profile, err)
 		}
 	}
 }

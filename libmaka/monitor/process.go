@@ -62,17 +62,6 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	if err := m.Attach(in.Cgroup, in.InitPid, in.Tmpfs); err != nil {
 		return err // create/run reads EOF on ack: it fails
 	}
-	// The guard: the sandbox dies with this process, however it dies.
-	m.mu.Lock()
-	cgfd := m.cgroupFD
-	m.mu.Unlock()
-	var g *guard
-	if cgfd >= 0 {
-		if g, err = startGuard(filepath.Dir(cfg.StateDir), cfg, cgfd); err != nil {
-			// The commands' check remains (libmaka.FailClosed).
-			fmt.Fprintf(os.Stderr, "maka monitor %s: %v\n", cfg.ID, err)
-		}
-	}
 	// The launcher waits for our answer: it is alive until then.
 	launcher, _ := unix.PidfdOpen(os.Getppid(), 0)
 	// The garbage goes before the user's process runs: a violation must not
@@ -82,8 +71,7 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	code := fileMappings()
 	m.Warm()
 	if _, err := ack.Write([]byte{1}); err != nil {
-		g.disarm() // the launcher is gone: its create fails and removes the sandbox
-		return err
+		return err // the launcher is gone: its create fails and removes the sandbox
 	}
 	ack.Close()
 	sigs := make(chan os.Signal, 1)
@@ -93,6 +81,26 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	// crosses its boundary first thing, and the kill would wait for the
 	// pages it needs (measured under emulation, the binary on 9p: 1.5 s).
 	waitExit(launcher, 10*time.Second)
+	// The guard: from here on the sandbox dies with this process, however
+	// it dies. Started once the launcher is gone, not before the answer:
+	// a second program's start is off the create's path (measured under
+	// emulation, where the guest's CPUs are one host thread, it made
+	// `run -d` seconds slower). Until it runs, and should it fail to
+	// start, maka's commands fail the sandbox closed (libmaka.FailClosed).
+	var g *guard
+	m.mu.Lock()
+	cgfd := m.cgroupFD
+	m.mu.Unlock()
+	select {
+	case <-m.Done():
+		cgfd = -1 // the sandbox is gone already: nothing to guard
+	default:
+	}
+	if cgfd >= 0 {
+		if g, err = startGuard(filepath.Dir(cfg.StateDir), cfg, cgfd); err != nil {
+			fmt.Fprintf(os.Stderr, "maka monitor %s: %v\n", cfg.ID, err)
+		}
+	}
 	// Every return below is an end in order (the sandbox stopped, or
 	// SIGTERM: delete): the guard stands down. Only a death that skips
 	// them (SIGKILL, a crash) fails the sandbox closed.

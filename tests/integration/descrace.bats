@@ -5,6 +5,9 @@
 # RENAME_EXCHANGE as fast as it can,
 #   - a read-only bind source (a directory) with a symlink to /etc,
 #   - the bundle's root with a symlink to /,
+#   - an entry of the root (its etc) with a symlink to /etc: the root is
+#     staged from its descriptor, but its entries are the author's to
+#     rename, and the idmapped root binds each of them,
 #   - the directory holding a namespace path (a bind-mounted network
 #     namespace of its own) with one whose entry is a symlink to
 #     /proc/1/ns/net, the guest's own,
@@ -14,7 +17,7 @@
 # the guest's network namespace. Each test prints its counts (ran,
 # refused, exchanges made) on fd 3.
 #
-# make test runs MAKA_DESCRACE_N (10) sandboxes per swap; the soak tag runs
+# make test runs MAKA_DESCRACE_N (5) sandboxes per swap; the soak tag runs
 # MAKA_DESCRACE_SOAK_N (100). The swapper pauses MAKA_DESCRACE_PAUSE_US
 # (200) after each exchange: flat out, it starves an emulated guest (30
 # runs took 20 minutes).
@@ -145,6 +148,23 @@ root_race() {
   race root "$d" "$1" no_marker
 }
 
+entry_race() {
+  local d=$BATS_FILE_TMPDIR/entry
+  rm -rf "$d" && mkdir -p "$d"
+  cp -a "$MAKA_ROOTFS" "$d/rootfs"
+  mkdir -p "$d/rootfs/etc"
+  ln -s /etc "$d/evil"
+  make_bundle "$d" sh -c "$(probe)"
+  update_config "$d" '.root.path = $r' --arg r "$d/rootfs"
+  # The root is the idmapped one maka builds from the root's entries.
+  run --separate-stderr maka boundary --bundle "$d" --format json
+  echo "$output" | jq -c .rootfs
+  [ "$status" -eq 0 ]
+  [ "$(jq -r '.rootfs.idmapped' <<<"$output")" = true ]
+  start_swapper "$d/rootfs/etc" "$d/evil"
+  race entry "$d" "$1" no_marker
+}
+
 netns_race() {
   require_binary unshare
   local d=$BATS_FILE_TMPDIR/netns ns=$BATS_FILE_TMPDIR/ns
@@ -166,20 +186,62 @@ netns_race() {
 }
 
 @test "a bind source swapped for a symlink to /etc during create: no sandbox reads the host's /etc" {
-  bind_race "${MAKA_DESCRACE_N:-10}"
+  bind_race "${MAKA_DESCRACE_N:-5}"
 }
 
 @test "the bundle's root swapped for a symlink to / during create: no sandbox runs on the host's /" {
-  root_race "${MAKA_DESCRACE_N:-10}"
+  root_race "${MAKA_DESCRACE_N:-5}"
+}
+
+@test "an entry of the root swapped for a symlink to /etc during create: no sandbox reads the host's /etc" {
+  entry_race "${MAKA_DESCRACE_N:-5}"
 }
 
 @test "a namespace path swapped for the host's during create: no sandbox joins the host's network namespace" {
-  netns_race "${MAKA_DESCRACE_N:-10}"
+  netns_race "${MAKA_DESCRACE_N:-5}"
+}
+
+@test "a staged bind source is reachable by no other local user: its stage directory is root's, searchable only by the sandbox's own group" {
+  local d=$BATS_FILE_TMPDIR/stagemode
+  rm -rf "$d" && mkdir -p "$d/private/src"
+  echo secret > "$d/private/src/file"
+  chmod 0700 "$d/private"
+  chmod 0755 "$d/private/src"
+  # A store whose parents every user may search (/run), so that only
+  # the stage directory's own mode stands between nobody and the mount.
+  local MAKA_STATE_DIR=/run/maka-stagemode-state
+  make_bundle "$d" sh -c 'cat /src/file; sleep 1000'
+  update_config "$d" '.mounts += [{destination: "/src", type: "bind", source: $s, options: ["rbind", "ro"]}]' --arg s "$d/private/src"
+  maka run -d --bundle "$d" dr-stagemode
+  local stage
+  stage=$(find "$MAKA_STATE_DIR/stage" -mindepth 2 -maxdepth 2 -type d -name dr-stagemode)
+  [ -n "$stage" ]
+  # The sandbox read its bind through the staged mount.
+  run maka exec dr-stagemode cat /src/file
+  [ "$status" -eq 0 ]
+  [ "$output" = secret ]
+  stat -c '%a %u' "$stage"
+  [[ "$(stat -c '%a %u' "$stage")" =~ ^(700|710)\ 0$ ]]
+  # A local user (nobody) cannot reach the staged source, as it could
+  # not reach the original behind its 0700 parent.
+  run setpriv --reuid=65534 --regid=65534 --clear-groups cat "$d/private/src/file"
+  [ "$status" -ne 0 ]
+  setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$(dirname "$stage")"
+  local n
+  for n in "$stage"/*; do
+    run setpriv --reuid=65534 --regid=65534 --clear-groups cat "$n/file"
+    [ "$status" -ne 0 ]
+    [[ "$output" != *secret* ]]
+  done
+  maka delete --force dr-stagemode
+  assert_nothing_left dr-stagemode
+  rm -rf "$MAKA_STATE_DIR"
 }
 
 # bats test_tags=soak
-@test "soak: MAKA_DESCRACE_SOAK_N sandboxes per swap, bind source, root and namespace path: none sees the host" {
+@test "soak: MAKA_DESCRACE_SOAK_N sandboxes per swap, bind source, root, root entry and namespace path: none sees the host" {
   bind_race "${MAKA_DESCRACE_SOAK_N:-100}"
   root_race "${MAKA_DESCRACE_SOAK_N:-100}"
+  entry_race "${MAKA_DESCRACE_SOAK_N:-100}"
   netns_race "${MAKA_DESCRACE_SOAK_N:-100}"
 }

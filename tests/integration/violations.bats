@@ -427,7 +427,12 @@ wait_empty() {
   maka_io --policy "$BATS_FILE_TMPDIR/deny.json" run -d --bundle "$BATS_TEST_TMPDIR/m" vguard
   local mon guard
   mon=$(cat "$MAKA_ROOT/vguard/monitor.pid")
-  guard=$(pgrep -P "$mon")
+  # The guard starts once the launcher is gone (off the create's path).
+  local i
+  for i in $(seq 1 100); do
+    guard=$(pgrep -P "$mon") && break
+    sleep 0.2
+  done
   [ -n "$guard" ]
   kill_monitor vguard
   wait_empty vguard 30
