@@ -388,7 +388,7 @@ podman_id() {
   # containerd's default rules allow c 5:1 rwm: the container runs, the
   # Boundary shows the rule dropped, and the device cgroup refuses to
   # make the node (the null device's rule, given, lets mknod work).
-  fixture_bundle containerd "$b" sh -c 'mknod /dev/shm/n c 1 3 && echo NULL-MADE; mknod /dev/shm/c c 5 1 && echo CONSOLE-MADE; echo done'
+  fixture_bundle containerd "$b" /bin/sh -c 'mknod /dev/shm/n c 1 3 && echo NULL-MADE; mknod /dev/shm/c c 5 1 && echo CONSOLE-MADE; echo done'
   update_config "$b" '.linux.resources.devices += [{allow: true, type: "c", major: 5, minor: 1, access: "rwm"}]'
   run --separate-stderr baseline boundary --bundle "$b" --format json
   [ "$status" -eq 0 ]
