@@ -155,10 +155,44 @@ func validateProcess(field string, p *specs.Process) []string {
 			errs = append(errs, fmt.Sprintf("%s.env[%d]: the variable %q contains a NUL byte", field, i, name))
 		}
 	}
+	errs = append(errs, execveLimits(field, p)...)
 	for i, rl := range p.Rlimits {
 		if _, ok := rlimitTypes[rl.Type]; !ok {
 			errs = append(errs, fmt.Sprintf("%s.rlimits[%d].type: unknown rlimit %q", field, i, rl.Type))
 		}
+	}
+	return errs
+}
+
+// execve's own limits (fs/exec.c): no argument or variable longer than
+// MAX_ARG_STRLEN (32 pages, its NUL included), and the strings with their
+// pointers within a quarter of the stack limit, never more than 6 MiB
+// (_STK_LIM / 4 * 3) whatever the limit. Past them the process cannot start:
+// libcontainer would fail with E2BIG inside the init, after the cgroup and
+// namespaces exist.
+const (
+	maxArgStrlen = 32 * 4096
+	maxArgBytes  = 6 << 20
+)
+
+func execveLimits(field string, p *specs.Process) []string {
+	var errs []string
+	total := 8 * (max(len(p.Args), 1) + len(p.Env))
+	for i, a := range p.Args {
+		total += len(a) + 1
+		if len(a)+1 > maxArgStrlen {
+			errs = append(errs, fmt.Sprintf("%s.args[%d]: %d bytes; execve takes at most %d per argument", field, i, len(a), maxArgStrlen-1))
+		}
+	}
+	for i, kv := range p.Env {
+		total += len(kv) + 1
+		if len(kv)+1 > maxArgStrlen {
+			name, _, _ := strings.Cut(kv, "=")
+			errs = append(errs, fmt.Sprintf("%s.env[%d]: the variable %q is %d bytes; execve takes at most %d per variable", field, i, name, len(kv), maxArgStrlen-1))
+		}
+	}
+	if total > maxArgBytes {
+		errs = append(errs, fmt.Sprintf("%s.args: the arguments and environment take %d bytes; execve takes at most %d (6 MiB) under any stack limit", field, total, maxArgBytes))
 	}
 	return errs
 }

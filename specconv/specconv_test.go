@@ -136,6 +136,37 @@ func TestValidateNamesFields(t *testing.T) {
 	}
 }
 
+// execve refuses any argument or variable over 128 KiB and, whatever the
+// stack limit, more than 6 MiB of them: such a process cannot start, and
+// is refused before anything exists (issue 28: a 20 MB process.args was
+// created, then failed inside).
+func TestValidateRefusesWhatExecveCannotTake(t *testing.T) {
+	s := exampleSpec(t)
+	s.Process.Args = []string{"/bin/echo", strings.Repeat("a", 20<<20)}
+	err := Validate(s)
+	if err == nil || !strings.Contains(err.Error(), "process.args[1]") {
+		t.Errorf("a 20 MB argument: err = %v, want process.args[1] named", err)
+	}
+	s = exampleSpec(t)
+	s.Process.Args = []string{"/bin/echo"}
+	for i := 0; i < 60; i++ {
+		s.Process.Args = append(s.Process.Args, strings.Repeat("a", 120<<10))
+	}
+	s.Process.Env = append(s.Process.Env, "BIG="+strings.Repeat("b", 200<<10))
+	err = Validate(s)
+	if err == nil || !strings.Contains(err.Error(), "process.args: ") || !strings.Contains(err.Error(), "process.env[") {
+		t.Errorf("7 MiB of arguments and a 200 KiB variable: err = %v, want process.args and the env entry named", err)
+	}
+	// What a process may have: 1 MiB of arguments, each under 128 KiB.
+	s = exampleSpec(t)
+	for i := 0; i < 8; i++ {
+		s.Process.Args = append(s.Process.Args, strings.Repeat("a", 127<<10))
+	}
+	if err := Validate(s); err != nil {
+		t.Errorf("1 MiB of arguments: %v", err)
+	}
+}
+
 func TestToLibcontainerMovesPoststart(t *testing.T) {
 	s := exampleSpec(t)
 	s.Root.Path = t.TempDir()
