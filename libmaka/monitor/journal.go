@@ -48,9 +48,10 @@ type Limits struct {
 // attempts that differ (a new process name each) use the rate and the cap.
 var DefaultLimits = Limits{MaxRecords: 4096, MaxBytes: 1 << 20, Rate: 100, Burst: 1000}
 
-// LimitsEnv names the environment variable that overrides DefaultLimits
+// LimitsEnv names the environment variable that lowers DefaultLimits
 // (maka's own environment, which the detached monitor inherits: the
-// operator's, never the sandbox's or the bundle's), e.g.
+// operator's, never the sandbox's or the bundle's; a value above the
+// default is an error), e.g.
 // "records=4096,bytes=1048576,rate=100,burst=1000"; keys left out keep
 // their default.
 const LimitsEnv = "MAKA_JOURNAL_LIMITS"
@@ -72,17 +73,23 @@ func parseLimits(v string) (Limits, error) {
 		if !ok || err != nil || n < 0 || n > 1<<40 {
 			return DefaultLimits, fmt.Errorf("%s: %q: want KEY=NUMBER (records, bytes, rate, burst), a non-negative number", LimitsEnv, part)
 		}
+		var ceiling float64
 		switch key {
 		case "records":
-			lim.MaxRecords = int(n)
+			lim.MaxRecords, ceiling = int(n), float64(DefaultLimits.MaxRecords)
 		case "bytes":
-			lim.MaxBytes = int64(n)
+			lim.MaxBytes, ceiling = int64(n), float64(DefaultLimits.MaxBytes)
 		case "rate":
-			lim.Rate = n
+			lim.Rate, ceiling = n, DefaultLimits.Rate
 		case "burst":
-			lim.Burst = n
+			lim.Burst, ceiling = n, DefaultLimits.Burst
 		default:
 			return DefaultLimits, fmt.Errorf("%s: unknown key %q (want records, bytes, rate or burst)", LimitsEnv, key)
+		}
+		// The variable only tightens: the bound on what a sandbox makes
+		// the host store holds whoever sets maka's environment.
+		if n > ceiling {
+			return DefaultLimits, fmt.Errorf("%s: %q: %s may only be lowered (at most %g)", LimitsEnv, part, key, ceiling)
 		}
 	}
 	return lim, nil

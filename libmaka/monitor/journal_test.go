@@ -241,7 +241,10 @@ func TestParseLimits(t *testing.T) {
 	if lim, err := parseLimits(""); err != nil || lim != DefaultLimits {
 		t.Fatalf("empty: %+v, %v", lim, err)
 	}
-	for _, bad := range []string{"records", "records=x", "records=-1", "lines=5"} {
+	// The variable only tightens: a value above the default is refused
+	// (the bound holds whoever sets maka's environment).
+	for _, bad := range []string{"records", "records=x", "records=-1", "lines=5",
+		"records=4097", "bytes=1048577", "rate=101", "burst=1e12"} {
 		if _, err := parseLimits(bad); err == nil || !strings.Contains(err.Error(), LimitsEnv) {
 			t.Errorf("parseLimits(%q) = %v, want an error naming %s", bad, err, LimitsEnv)
 		}
