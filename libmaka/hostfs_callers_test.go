@@ -233,6 +233,7 @@ var otherOpens = map[string]string{
 	"libmaka/rootfs.go: MissingMountpoints: os.Open":      bundleItem1,
 	"libmaka/rootfs.go: MissingMountpoints: unix.Openat2": bundleItem1,
 	"libmaka/rootfs.go: scaffolder.allHidden: os.ReadDir": bundleItem1,
+	"libmaka/rootfs.go: Op.BuildRoot: unix.Open":          ownState,
 	"libmaka/rootfs.go: scaffolder.build: os.OpenFile":    bundleItem1,
 	"libmaka/rootfs.go: scaffolder.build: os.ReadDir":     bundleItem1,
 	"libmaka/rootfs.go: scaffolder.entry: os.OpenFile":    bundleItem1,

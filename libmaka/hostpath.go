@@ -485,8 +485,13 @@ func (op *Op) StageBoundary(b *Boundary) (*Staged, error) {
 	}
 	never := NeverOf(op.rt.Root, filepath.Dir(op.lock.store.Dir))
 	op.stageGID = -1
-	if b.Users.Namespace && len(b.GIDMappings) > 0 {
-		op.stageGID = int(mapID(b.GIDMappings, 0))
+	if b.Users.Namespace {
+		// Only a mapped gid 0 (the init's group): never the overflow group.
+		for _, m := range b.GIDMappings {
+			if m.ContainerID == 0 && m.Size > 0 {
+				op.stageGID = int(m.HostID)
+			}
+		}
 	}
 	st := &Staged{Mounts: map[int]string{}, Namespaces: map[int]string{}}
 	stage := func(field, path string, kind HostKind, nsType string, recursive bool) (string, error) {

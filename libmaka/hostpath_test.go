@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A path with a symlink in it (one swapped in after the check) is
@@ -39,6 +41,62 @@ func TestOpenHostPathRefusesSymlinks(t *testing.T) {
 	}
 	if _, err := OpenHostPath("root.path", "relative", HostDir, "", nil); err == nil {
 		t.Error("a relative path opened")
+	}
+}
+
+// An entry of the root swapped for a symlink (to a host directory), or a
+// directory swapped for a file, after the scaffold read it is refused when
+// it is opened to be staged; ".." and absolute names never leave the root.
+func TestOpenBeneathRefusesSwappedEntries(t *testing.T) {
+	root := t.TempDir()
+	host := t.TempDir()
+	for _, d := range []string{"etc", "usr"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rootfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(rootfd)
+	open := func(rel string, dir bool) error {
+		h, err := OpenBeneath("root.path", filepath.Join(root, rel), rootfd, rel, dir)
+		h.Close()
+		return err
+	}
+	if err := open("etc", true); err != nil {
+		t.Fatalf("etc as read: %v", err)
+	}
+	if err := open("file", false); err != nil {
+		t.Fatalf("file as read: %v", err)
+	}
+	// The swap: etc is now a link to a host directory.
+	if err := os.Rename(filepath.Join(root, "etc"), filepath.Join(root, "etc.old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(host, filepath.Join(root, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := open("etc", true); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("etc swapped for a link: err = %v, want it refused as a symlink", err)
+	}
+	if err := os.Symlink(host, filepath.Join(root, "usr", "lib")); err != nil {
+		t.Fatal(err)
+	}
+	if err := open("usr/lib", true); err == nil {
+		t.Error("usr/lib, a link: opened")
+	}
+	if err := open("file", true); err == nil || !strings.Contains(err.Error(), "changed since it was read") {
+		t.Errorf("a file where a directory was read: err = %v", err)
+	}
+	for _, rel := range []string{"../" + filepath.Base(host), host} {
+		if err := open(rel, true); err == nil {
+			t.Errorf("%s: opened outside the root", rel)
+		}
 	}
 }
 

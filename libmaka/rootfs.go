@@ -187,6 +187,9 @@ func unescapeMountinfo(s string) string {
 	return b.String()
 }
 
+// MaxRootEntries bounds the entries of a root maka binds one by one.
+const MaxRootEntries = 256
+
 // Scaffolded reports whether the sandbox's root is assembled by maka: a
 // scaffold directory holding the root's entries bound read-only (idmapped
 // when IDMapped) and the mount points the root lacks.
@@ -272,9 +275,18 @@ func (op *Op) BuildRoot(b *Boundary, from string) error {
 	// entries are the bundle author's to rename while maka works, and a
 	// bind by name would follow an entry swapped for a link to /etc.
 	// Rootless, nothing was staged: the user's own files, by name.
+	// Each bind is a mount staged in the host's mount namespace while the
+	// sandbox lives: a root of countless entries must not exhaust the
+	// host's mounts (fs.mount-max). A distribution's root has about 20.
+	if len(s.binds) > MaxRootEntries {
+		return fmt.Errorf("root.path: %s has %d entries to bind (its own, and those of the directories holding a missing mount point); maka binds at most %d", r.Path, len(s.binds), MaxRootEntries)
+	}
 	var rootfd = -1
 	if staged {
-		if rootfd, err = openNoLinks(from, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC); err != nil {
+		// The staged root is maka's own path (its state directory may be
+		// reached through a system symlink such as /var/run): opened by
+		// name, its last component not followed.
+		if rootfd, err = unix.Open(from, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
 			return fmt.Errorf("root scaffold for %s: %w", r.Path, err)
 		}
 		defer unix.Close(rootfd)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"math"
 	"os"
@@ -148,11 +149,11 @@ func validateProcess(field string, p *specs.Process) []string {
 		name, _, ok := strings.Cut(kv, "=")
 		switch {
 		case !ok:
-			errs = append(errs, fmt.Sprintf("%s.env[%d]: %q is not NAME=value", field, i, kv))
+			errs = append(errs, fmt.Sprintf("%s.env[%d]: %q is not NAME=value", field, i, clip(kv)))
 		case name == "":
-			errs = append(errs, fmt.Sprintf("%s.env[%d]: %q has an empty name", field, i, kv))
+			errs = append(errs, fmt.Sprintf("%s.env[%d]: %q has an empty name", field, i, clip(kv)))
 		case strings.IndexByte(kv, 0) >= 0:
-			errs = append(errs, fmt.Sprintf("%s.env[%d]: the variable %q contains a NUL byte", field, i, name))
+			errs = append(errs, fmt.Sprintf("%s.env[%d]: the variable %q contains a NUL byte", field, i, clip(name)))
 		}
 	}
 	errs = append(errs, execveLimits(field, p)...)
@@ -166,35 +167,65 @@ func validateProcess(field string, p *specs.Process) []string {
 
 // execve's own limits (fs/exec.c): no argument or variable longer than
 // MAX_ARG_STRLEN (32 pages, its NUL included), and the strings with their
-// pointers within a quarter of the stack limit, never more than 6 MiB
-// (_STK_LIM / 4 * 3) whatever the limit. Past them the process cannot start:
-// libcontainer would fail with E2BIG inside the init, after the cgroup and
-// namespaces exist.
+// pointers within a quarter of the stack limit the process starts with,
+// never more than 6 MiB (_STK_LIM / 4 * 3) and never less than 128 KiB.
+// Past them the process cannot start: libcontainer would fail with E2BIG
+// inside the init, after the cgroup and namespaces exist.
 const (
 	maxArgStrlen = 32 * 4096
 	maxArgBytes  = 6 << 20
+	minArgBytes  = 32 * 4096
 )
+
+// ownStackLimit is the soft stack limit the init inherits from maka when
+// process.rlimits sets none (a variable for the tests).
+var ownStackLimit = func() uint64 {
+	var r unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_STACK, &r) != nil {
+		return 8 << 20
+	}
+	return r.Cur
+}
 
 func execveLimits(field string, p *specs.Process) []string {
 	var errs []string
-	total := 8 * (max(len(p.Args), 1) + len(p.Env))
+	stack, from := ownStackLimit(), "maka's own, which the process inherits"
+	for _, rl := range p.Rlimits {
+		if rl.Type == "RLIMIT_STACK" {
+			stack, from = rl.Soft, "process.rlimits"
+		}
+	}
+	limit := uint64(maxArgBytes)
+	if stack/4 < limit {
+		limit = max(stack/4, minArgBytes)
+	}
+	total := uint64(8 * (max(len(p.Args), 1) + len(p.Env)))
 	for i, a := range p.Args {
-		total += len(a) + 1
+		total += uint64(len(a) + 1)
 		if len(a)+1 > maxArgStrlen {
 			errs = append(errs, fmt.Sprintf("%s.args[%d]: %d bytes; execve takes at most %d per argument", field, i, len(a), maxArgStrlen-1))
 		}
 	}
 	for i, kv := range p.Env {
-		total += len(kv) + 1
+		total += uint64(len(kv) + 1)
 		if len(kv)+1 > maxArgStrlen {
 			name, _, _ := strings.Cut(kv, "=")
-			errs = append(errs, fmt.Sprintf("%s.env[%d]: the variable %q is %d bytes; execve takes at most %d per variable", field, i, name, len(kv), maxArgStrlen-1))
+			errs = append(errs, fmt.Sprintf("%s.env[%d]: the variable %q is %d bytes; execve takes at most %d per variable", field, i, clip(name), len(kv), maxArgStrlen-1))
 		}
 	}
-	if total > maxArgBytes {
-		errs = append(errs, fmt.Sprintf("%s.args: the arguments and environment take %d bytes; execve takes at most %d (6 MiB) under any stack limit", field, total, maxArgBytes))
+	if total > limit {
+		errs = append(errs, fmt.Sprintf("%s.args: the arguments and environment take %d bytes; execve takes at most %d with a stack limit of %d (%s)", field, total, limit, stack, from))
 	}
 	return errs
+}
+
+// clip shortens a value config.json chose before an error quotes it.
+func clip(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // Options are the runtime's choices that config.json does not make.

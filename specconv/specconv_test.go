@@ -136,11 +136,14 @@ func TestValidateNamesFields(t *testing.T) {
 	}
 }
 
-// execve refuses any argument or variable over 128 KiB and, whatever the
-// stack limit, more than 6 MiB of them: such a process cannot start, and
-// is refused before anything exists (issue 28: a 20 MB process.args was
-// created, then failed inside).
+// execve refuses any argument or variable over 128 KiB and more of them
+// than a quarter of the stack limit (6 MiB at most): such a process cannot
+// start, and is refused before anything exists (issue 28: a 20 MB
+// process.args was created, then failed inside).
 func TestValidateRefusesWhatExecveCannotTake(t *testing.T) {
+	own := ownStackLimit
+	defer func() { ownStackLimit = own }()
+	ownStackLimit = func() uint64 { return 8 << 20 } // Linux's default: 2 MiB of arguments
 	s := exampleSpec(t)
 	s.Process.Args = []string{"/bin/echo", strings.Repeat("a", 20<<20)}
 	err := Validate(s)
@@ -149,13 +152,22 @@ func TestValidateRefusesWhatExecveCannotTake(t *testing.T) {
 	}
 	s = exampleSpec(t)
 	s.Process.Args = []string{"/bin/echo"}
-	for i := 0; i < 60; i++ {
+	for i := 0; i < 24; i++ {
 		s.Process.Args = append(s.Process.Args, strings.Repeat("a", 120<<10))
 	}
-	s.Process.Env = append(s.Process.Env, "BIG="+strings.Repeat("b", 200<<10))
+	s.Process.Env = append(s.Process.Env, strings.Repeat("B", 100)+"="+strings.Repeat("b", 200<<10))
 	err = Validate(s)
 	if err == nil || !strings.Contains(err.Error(), "process.args: ") || !strings.Contains(err.Error(), "process.env[") {
-		t.Errorf("7 MiB of arguments and a 200 KiB variable: err = %v, want process.args and the env entry named", err)
+		t.Errorf("2.9 MiB of arguments and a 200 KiB variable: err = %v, want process.args and the env entry named", err)
+	} else if len(err.Error()) > 1024 {
+		t.Errorf("the error echoes config.json's values: %d bytes", len(err.Error()))
+	}
+	// The same under a 64 MiB stack limit set in process.rlimits: only the
+	// variable is too long.
+	s.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_STACK", Soft: 64 << 20, Hard: 64 << 20}}
+	err = Validate(s)
+	if err == nil || strings.Contains(err.Error(), "process.args: ") || !strings.Contains(err.Error(), "process.env[") {
+		t.Errorf("under a 64 MiB stack: err = %v, want only the env entry named", err)
 	}
 	// What a process may have: 1 MiB of arguments, each under 128 KiB.
 	s = exampleSpec(t)
@@ -164,6 +176,11 @@ func TestValidateRefusesWhatExecveCannotTake(t *testing.T) {
 	}
 	if err := Validate(s); err != nil {
 		t.Errorf("1 MiB of arguments: %v", err)
+	}
+	// A malformed entry is quoted short, never whole.
+	s.Process.Env = []string{strings.Repeat("x", 1<<20)}
+	if err := Validate(s); err == nil || len(err.Error()) > 1024 {
+		t.Errorf("a 1 MiB malformed entry: %d bytes of error", len(fmt.Sprint(err)))
 	}
 }
 

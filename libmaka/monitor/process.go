@@ -74,19 +74,14 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 		return err // the launcher is gone: its create fails and removes the sandbox
 	}
 	ack.Close()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT)
-	// The binary's pages can be dropped only once no other process maps
-	// them: after the launcher has exited. Not at once: a sandbox often
-	// crosses its boundary first thing, and the kill would wait for the
-	// pages it needs (measured under emulation, the binary on 9p: 1.5 s).
-	waitExit(launcher, 10*time.Second)
 	// The guard: from here on the sandbox dies with this process, however
-	// it dies. Started once the launcher is gone, not before the answer:
-	// a second program's start is off the create's path (measured under
-	// emulation, where the guest's CPUs are one host thread, it made
-	// `run -d` seconds slower). Until it runs, and should it fail to
-	// start, maka's commands fail the sandbox closed (libmaka.FailClosed).
+	// it dies. Started right after the answer rather than before it, so
+	// that its start is not on the create's path; it guards from the
+	// moment it exists (it holds the pipe's read end: a monitor that dies
+	// before the guard reads it still leaves it end-of-file), and the
+	// user's process runs only once the launcher, which got the answer
+	// first, starts it. Should it fail to start, maka's commands fail the
+	// sandbox closed (libmaka.FailClosed).
 	var g *guard
 	m.mu.Lock()
 	cgfd := m.cgroupFD
@@ -104,6 +99,13 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	// Every return below is an end in order (the sandbox stopped, or
 	// SIGTERM: delete): the guard stands down. Only a death that skips
 	// them (SIGKILL, a crash) fails the sandbox closed.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT)
+	// The binary's pages can be dropped only once no other process maps
+	// them: after the launcher has exited. Not at once: a sandbox often
+	// crosses its boundary first thing, and the kill would wait for the
+	// pages it needs (measured under emulation, the binary on 9p: 1.5 s).
+	waitExit(launcher, 10*time.Second)
 	select {
 	case <-m.Done():
 		g.disarm()

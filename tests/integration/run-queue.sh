@@ -13,7 +13,10 @@ if [ -z "${MAKA_BINARY:-}" ]; then
   repo=$(cd "$(dirname "$0")/../.." && pwd)
   if [ -x "$repo/maka" ] && [ -d /run ] && [ -w /run ]; then
     bin=$(mktemp -d /run/maka-under-test.XXXXXX)
+    # Searchable by all: rootless.bats runs it as an ordinary user.
+    chmod 0755 "$bin"
     cp "$repo/maka" "$bin/maka"
+    trap 'rm -rf "$bin"' EXIT
     export MAKA_BINARY=$bin/maka
   fi
 fi

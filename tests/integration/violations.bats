@@ -422,17 +422,23 @@ wait_empty() {
   done
 }
 
+# guard_of MON: the pid of monitor MON's guard (its one child), once it
+# runs: the monitor starts it right after it answers the create.
+guard_of() {
+  local i g
+  for i in $(seq 1 100); do
+    g=$(pgrep -P "$1") && { echo "$g"; return 0; }
+    sleep 0.1
+  done
+  return 1
+}
+
 @test "fail closed: a detached sandbox dies with its monitor (SIGKILL), without any maka command; exec is refused, state says stopped, the record says why" {
   make_bundle "$BATS_TEST_TMPDIR/m" sh -c 'sleep 1000'
   maka_io --policy "$BATS_FILE_TMPDIR/deny.json" run -d --bundle "$BATS_TEST_TMPDIR/m" vguard
   local mon guard
   mon=$(cat "$MAKA_ROOT/vguard/monitor.pid")
-  # The guard starts once the launcher is gone (off the create's path).
-  local i
-  for i in $(seq 1 100); do
-    guard=$(pgrep -P "$mon") && break
-    sleep 0.2
-  done
+  guard=$(guard_of "$mon")
   [ -n "$guard" ]
   kill_monitor vguard
   wait_empty vguard 30
@@ -457,7 +463,10 @@ wait_empty() {
   for id in vmon vmon2; do
     maka_io --policy "$BATS_FILE_TMPDIR/deny.json" run -d --bundle "$BATS_TEST_TMPDIR/m" "$id"
     mon=$(cat "$MAKA_ROOT/$id/monitor.pid")
-    kill -KILL "$(pgrep -P "$mon")"   # the guard first: it cannot act
+    local guard
+    guard=$(guard_of "$mon")
+    [ -n "$guard" ]
+    kill -KILL "$guard"   # the guard first: it cannot act
     kill_monitor "$id"
   done
   # The sandbox still runs: nothing but a maka command can see it.
