@@ -105,12 +105,13 @@ func recvName(e ast.Expr) string {
 // one a sandbox, an image or a bundle's author controls, except the last
 // group.
 const (
-	ownState    = "maka's own state (--root, --state-dir, locks, records, journals, history, id leases), in root-owned directories only maka writes"
-	cgroupFiles = "cgroupfs files of the sandbox's cgroup, which maka reads and writes by design (cgroup.kill, cgroup.events...)"
-	hostFacts   = "the host's own files and the kernel's view of a pid maka tracks (/proc/PID/..., /proc/self, /dev/null, /dev/tty, the host's /etc/passwd, maka's monitor executable)"
-	pathOnly    = "O_PATH only (statfs, a held tmpfs), never opened for reading or writing"
-	callersPath = "a path the caller names (--process, --resources, --log, --policy, a man page directory, cp's host DST)"
-	bundleItem1 = "a bundle's path (root.path, the scaffold over it, config.json): issue 24 item 1's descriptor helper, not this one"
+	ownState      = "maka's own state (--root, --state-dir, locks, records, journals, history, id leases), in root-owned directories only maka writes"
+	monitorCgroup = "the monitors' cgroups (<cgroup root>/maka.monitors), maka's own"
+	cgroupFiles   = "cgroupfs files of the sandbox's cgroup, which maka reads and writes by design (cgroup.kill, cgroup.events...)"
+	hostFacts     = "the host's own files and the kernel's view of a pid maka tracks (/proc/PID/..., /proc/self, /dev/null, /dev/tty, the host's /etc/passwd, maka's monitor executable)"
+	pathOnly      = "O_PATH only (statfs, a held tmpfs), never opened for reading or writing"
+	callersPath   = "a path the caller names (--process, --resources, --log, --policy, a man page directory, cp's host DST)"
+	bundleItem1   = "a bundle's path (root.path, the scaffold over it, config.json): issue 24 item 1's descriptor helper, not this one"
 )
 
 // otherOpens is every open in the module outside hostfs.go, and why it is
@@ -130,6 +131,11 @@ var otherOpens = map[string]string{
 	"libmaka/hostpath.go: openNoLinks: unix.Openat2":             bundleItem1,
 	"libmaka/hostpath.go: OpenBeneath: unix.Openat2":             bundleItem1,
 	"libmaka/monitor/guard.go: populatedFd: unix.Openat":         cgroupFiles,
+	"libmaka/monitor/moncgroup.go: RemoveCgroup: os.WriteFile":   monitorCgroup,
+	"libmaka/monitor/moncgroup.go: cgroupOfState: os.ReadFile":   ownState,
+	"libmaka/monitor/moncgroup.go: makeCgroup: os.OpenFile":      monitorCgroup,
+	"libmaka/monitor/moncgroup.go: makeCgroup: os.WriteFile":     monitorCgroup,
+	"libmaka/monitor/spawn.go: Spawn: os.WriteFile":              ownState,
 	"libmaka/monitor/journal.go: CopyJournal: os.Open":           ownState,
 	"libmaka/monitor/journal.go: CopyJournal: os.OpenFile":       ownState,
 	"libmaka/monitor/journal.go: OpenJournalLimits: os.OpenFile": ownState,

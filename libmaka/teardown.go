@@ -70,6 +70,9 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 		afterKill()
 	}
 	monitor.Stop(stateDir)
+	if err := monitor.RemoveCgroup(stateDir); err != nil {
+		return false, err
+	}
 	phase.Mark("teardown: monitor")
 	CrashPoint(command + ":mid-delete")
 	var hookErr error

@@ -88,6 +88,23 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 		return nil, fmt.Errorf("monitor: %w", err)
 	}
 	defer logf.Close()
+	// Its own cgroup, with limits (moncgroup.go); host root only.
+	var cg *os.File
+	if os.Geteuid() == 0 {
+		var path string
+		if path, cg, err = makeCgroup(cfg.ID); err != nil {
+			return nil, fmt.Errorf("monitor: cgroup: %w", err)
+		}
+		defer cg.Close()
+		defer func() {
+			if err != nil {
+				_ = unix.Rmdir(path)
+			}
+		}()
+		if err = os.WriteFile(filepath.Join(cfg.StateDir, CgroupFile), []byte(path+"\n"), 0o600); err != nil {
+			return nil, fmt.Errorf("monitor: %w", err)
+		}
+	}
 	var cmd *exec.Cmd
 	for _, exe := range exes {
 		cmd = exec.Command(exe, Args(root, cfg)...)
@@ -99,6 +116,9 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG="+godebugWith("disablethp=1"))
 		// Its own session: no terminal's signals, no caller's process group.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if cg != nil {
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(cg.Fd())
+		}
 		if err = cmd.Start(); err == nil {
 			break
 		}

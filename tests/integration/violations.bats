@@ -440,6 +440,16 @@ guard_of() {
   mon=$(cat "$MAKA_ROOT/vguard/monitor.pid")
   guard=$(guard_of "$mon")
   [ -n "$guard" ]
+  # The monitor and its guard run in a cgroup of maka's own with limits of
+  # their own, never in the caller's (issue 24 item 4).
+  local moncg
+  moncg=$(cat "$MAKA_ROOT/vguard/monitor.cgroup")
+  [[ "$moncg" == /sys/fs/cgroup/maka.monitors/vguard-* ]]
+  [ "/sys/fs/cgroup$(cut -d: -f3 "/proc/$mon/cgroup")" = "$moncg" ]
+  [ "/sys/fs/cgroup$(cut -d: -f3 "/proc/$guard/cgroup")" = "$moncg" ]
+  [ "$(cat "$moncg/memory.max")" = 67108864 ]
+  [ "$(cat "$moncg/pids.max")" = 64 ]
+  [ "$(cat "$moncg/cpu.max")" = "50000 100000" ]
   kill_monitor vguard
   wait_empty vguard 30
   assert_sandbox_gone vguard
@@ -455,6 +465,7 @@ guard_of() {
   jq -e '.[-1].type == "limit" and .[-1].kind == "monitor_lost" and .[-1].action == "kill"' <<<"$output"
   maka delete vguard
   assert_nothing_left vguard
+  [ ! -e "$moncg" ]
 }
 
 @test "fail closed: with its guard killed too, the next command that meets the sandbox kills it: exec refused, cgroup empty, state stopped; recover does the same" {
