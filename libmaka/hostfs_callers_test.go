@@ -237,6 +237,7 @@ var otherOpens = map[string]string{
 	"libmaka/overlayroot.go: Op.BuildOverlayRoot: unix.Open": ownState,
 	"libmaka/overlayroot.go: Op.stagePoint: os.OpenFile":     ownState,
 	"libmaka/overlayroot.go: mkdirBeneath: unix.Openat":      bundleItem1,
+	"libmaka/overlayroot.go: mkdirBeneath: unix.Openat2":     bundleItem1,
 	"libmaka/rootfs.go: scaffolder.build: os.OpenFile":       bundleItem1,
 	"libmaka/rootfs.go: scaffolder.build: os.ReadDir":        bundleItem1,
 	"libmaka/rootfs.go: scaffolder.entry: os.OpenFile":       bundleItem1,
