@@ -105,7 +105,7 @@ dist: static
 		sha256sum dist/$(DIST_NAME)/maka | sed 's| dist/$(DIST_NAME)/| |' > $(DIST_NAME).maka.sha256
 	@echo "dist: build/$(DIST_NAME).tar.gz"; cat build/$(DIST_NAME).tar.gz.sha256
 
-fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape $(FIXTURES)/sandbox.test $(FIXTURES)/toolsandbox
+fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape $(FIXTURES)/swapper $(FIXTURES)/sandbox.test $(FIXTURES)/toolsandbox
 
 # The Go API's tests that launch real sandboxes (libmaka/sandbox,
 # guest_test.go) and the example program, built here and run in the guest
@@ -130,6 +130,11 @@ $(IMAGES_ENV): tests/runc-suite/make-images.sh | $(DEPS_STAMP)
 
 # The escape attempts of violations.bats, copied into the test rootfs there.
 $(FIXTURES)/escape: tests/integration/fixtures/escape.c
+	mkdir -p $(FIXTURES)
+	$${CC:-gcc} -static -O2 -Wall -o $@ $<
+
+# The bundle author's renameat2 exchanges of descrace.bats.
+$(FIXTURES)/swapper: tests/integration/fixtures/swapper.c
 	mkdir -p $(FIXTURES)
 	$${CC:-gcc} -static -O2 -Wall -o $@ $<
 
@@ -164,7 +169,7 @@ integration: build fixtures images crictl
 # SIGKILL at random points), in the guest like the rest; not part of
 # `make test`.  MAKA_* variables reach the guest: make soak MAKA_SOAK_N=50.
 SOAK_TESTS ?= tests/integration/recover.bats tests/integration/userns.bats \
-	tests/integration/soak.bats tests/integration/faults.bats
+	tests/integration/soak.bats tests/integration/faults.bats tests/integration/descrace.bats
 export MAKA_SOAK_N MAKA_SOAK_PAR MAKA_FAULT_ROUNDS MAKA_FAULT_MAX_MS
 soak: build fixtures crictl
 	$(MAKE) --no-print-directory integration INTEGRATION_TAGS=soak TESTS="$(SOAK_TESTS)"
@@ -207,7 +212,7 @@ bench: build fixtures
 FUZZ_TARGETS = ./specconv:FuzzToBoundary ./specconv:FuzzParseSpec ./specconv:FuzzParsePolicy \
 	./specconv:FuzzNarrowSeccomp ./specconv:FuzzParseSize ./libmaka:FuzzParseRecord \
 	./libmaka:FuzzParseSignal ./libmaka:FuzzValidID .:FuzzParseUser .:FuzzParseProcess \
-	.:FuzzParseResources ./libmaka/monitor:FuzzReadRecords ./internal/printable:FuzzString
+	./specconv:FuzzParseResources ./libmaka/monitor:FuzzReadRecords ./internal/printable:FuzzString
 FUZZ_SLOW = FuzzNarrowSeccomp
 FUZZTIME ?= 2m
 FUZZTIME_SLOW ?= $(FUZZTIME)

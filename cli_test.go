@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/maka-runtime/maka/libmaka/monitor"
-	"github.com/opencontainers/cgroups"
 )
 
 func TestFilterPsTable(t *testing.T) {
@@ -37,19 +36,6 @@ func TestParseUser(t *testing.T) {
 		if _, _, _, err := parseUser(in); err == nil {
 			t.Errorf("parseUser(%q): want an error", in)
 		}
-	}
-}
-
-func TestMergeResourcesOnlyChangesWhatIsSet(t *testing.T) {
-	pids := int64(64)
-	cur := &cgroups.Resources{Memory: 1 << 30, MemorySwap: 1 << 30, PidsLimit: &pids, CpuQuota: 200000, CpuPeriod: 100000}
-	newPids := int64(10)
-	mergeResources(cur, &cgroups.Resources{PidsLimit: &newPids, CpusetCpus: "0"})
-	if cur.Memory != 1<<30 || cur.MemorySwap != 1<<30 || cur.CpuQuota != 200000 || cur.CpuPeriod != 100000 {
-		t.Errorf("unrelated limits changed: %+v", cur)
-	}
-	if *cur.PidsLimit != 10 || cur.CpusetCpus != "0" {
-		t.Errorf("update not applied: pids %d cpus %q", *cur.PidsLimit, cur.CpusetCpus)
 	}
 }
 

@@ -28,8 +28,8 @@ the other side's base name; otherwise it is the name of the copy.
 
 A directory is copied as a new directory (its name must not exist yet: maka cp
 never merges into nor replaces one) holding its regular files and
-directories with their permission bits; symbolic links, FIFOs, sockets and
-devices in it are skipped, never followed nor opened, and each is reported on
+directories with their permission bits; symbolic links, FIFOs, sockets,
+devices and the files of kernel filesystems in it are skipped, never followed nor opened, and each is reported on
 stderr ("cp: skipped PATH: REASON"). A directory copy is capped by --limit
 on its files' bytes together, and at 10000 entries and 64 levels of
 directories; over a cap, or on any error, it leaves nothing behind.
@@ -41,7 +41,11 @@ program inside cannot redirect a copy to a host file. Copies in go only to the
 container's writable mounts (a read-only one is refused) and only where the
 container's root may write, as a new file owned by the container's root and
 with SRC's permission bits (0644 from stdin).
-A device, FIFO or socket named as SRC or PATH is refused. Each copy is capped
+A device, FIFO or socket named as SRC or PATH is refused, as is a file or a
+directory of a kernel filesystem (proc, sysfs, cgroup, debugfs...), on either
+side: maka checks what a path is on a descriptor that opens nothing before it
+reads or writes it, so /proc/kallsyms or /proc/kmsg in the container is never
+read as host root, and a refused copy leaves nothing. Each copy is capped
 by --limit (default 8MiB): a larger file fails, leaving nothing behind (with
 DST "-", a file that grows past the limit while it is read leaves what was
 already written to stdout). The container must not be stopped.
@@ -140,7 +144,10 @@ func copyInCmd(c *cli.Context, src, id, dpath string, limit int64) error {
 	var r io.Reader = os.Stdin
 	mode := fs.FileMode(0o644)
 	if src != "-" {
-		f, err := os.Open(src)
+		// Checked on an O_PATH descriptor before it is opened: a FIFO
+		// does not block, a device's driver is not called, a proc
+		// file is not read.
+		f, err := libmaka.OpenHostSource(src)
 		if err != nil {
 			return fmt.Errorf("cp: source %w", err)
 		}
@@ -151,9 +158,6 @@ func copyInCmd(c *cli.Context, src, id, dpath string, limit int64) error {
 		}
 		if fi.IsDir() {
 			return copyDirInCmd(c, src, id, dpath, limit)
-		}
-		if !fi.Mode().IsRegular() {
-			return fmt.Errorf("cp: source %s: not a regular file nor a directory", src)
 		}
 		if fi.Size() > limit {
 			return fmt.Errorf("cp: source %w", &libmaka.TransferTooLargeError{Path: src, Size: fi.Size(), Limit: limit})
@@ -243,20 +247,22 @@ func copyOutCmd(c *cli.Context, id, spath, dst string, limit int64) error {
 	if st, err := os.Stat(dst); (err == nil && st.IsDir()) || strings.HasSuffix(dst, "/") {
 		dst = filepath.Join(dst, path.Base(path.Clean("/"+spath)))
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".maka-cp-*")
-	if err != nil {
-		return fmt.Errorf("cp: destination %s: %w", dst, err)
-	}
+	lazy := &lazyTemp{dst: dst}
 	done := false
 	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
+		if !done && lazy.f != nil {
+			lazy.f.Close()
+			os.Remove(lazy.f.Name())
 		}
 	}()
-	fi, err := libmaka.CopyOut(t, spath, tmp, limit)
+	fi, err := libmaka.CopyOut(t, spath, lazy, limit)
 	if err != nil {
 		return fmt.Errorf("cp: from container %s: %w", id, err)
+	}
+	// An empty file: nothing was written, so nothing was made yet.
+	tmp, err := lazy.file()
+	if err != nil {
+		return fmt.Errorf("cp: %w", err)
 	}
 	if err := tmp.Chmod(fi.Mode.Perm()); err != nil {
 		return fmt.Errorf("cp: destination %s: %w", dst, err)
@@ -273,6 +279,34 @@ func copyOutCmd(c *cli.Context, id, spath, dst string, limit int64) error {
 	}
 	done = true
 	return nil
+}
+
+// lazyTemp is DST's temporary file (.maka-cp-* in DST's directory),
+// created at the first write: a copy refused before any data is read (a
+// FIFO, a device, a kernel file, over the limit) leaves nothing behind,
+// not even a temporary file, even if maka is killed meanwhile.
+type lazyTemp struct {
+	dst string
+	f   *os.File
+}
+
+func (l *lazyTemp) file() (*os.File, error) {
+	if l.f == nil {
+		f, err := os.CreateTemp(filepath.Dir(l.dst), ".maka-cp-*")
+		if err != nil {
+			return nil, fmt.Errorf("destination %s: %w", l.dst, err)
+		}
+		l.f = f
+	}
+	return l.f, nil
+}
+
+func (l *lazyTemp) Write(b []byte) (int, error) {
+	f, err := l.file()
+	if err != nil {
+		return 0, err
+	}
+	return f.Write(b)
 }
 
 // copyDirOutCmd: maka cp ID:DIR DST. abs is DIR's absolute path in the

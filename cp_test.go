@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/maka-runtime/maka/libmaka"
@@ -44,5 +47,27 @@ func TestReportSkipped(t *testing.T) {
 	want := "cp: skipped /tmp/d/link: a symbolic link, not followed\ncp: skipped /tmp/d/fifo: a FIFO, not copied\n"
 	if b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+// DEST's temporary file is made at the first byte: a copy refused before
+// any data (a kernel file, a FIFO, over the limit) leaves nothing beside
+// DEST; one that writes makes it in DEST's directory.
+func TestLazyTemp(t *testing.T) {
+	dir := t.TempDir()
+	l := &lazyTemp{dst: filepath.Join(dir, "out")}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 || l.f != nil {
+		t.Fatalf("made before any write: %v", ents)
+	}
+	if _, err := l.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	defer l.f.Close()
+	if filepath.Dir(l.f.Name()) != dir || !strings.HasPrefix(filepath.Base(l.f.Name()), ".maka-cp-") {
+		t.Errorf("temporary file %s", l.f.Name())
+	}
+	bad := &lazyTemp{dst: filepath.Join(dir, "missing", "out")}
+	if _, err := bad.Write([]byte("x")); err == nil || !strings.Contains(err.Error(), "destination "+bad.dst) {
+		t.Errorf("missing directory: %v", err)
 	}
 }

@@ -55,26 +55,3 @@ func FuzzParseProcess(f *testing.F) {
 		roundTrip(t, func(b []byte) (any, error) { return parseProcessFile("/p.json", b) }, any(p))
 	})
 }
-
-// FuzzParseResources: update --resources's file, likewise.
-func FuzzParseResources(f *testing.F) {
-	for _, s := range []string{
-		`{"memory":{"limit":1048576,"swap":-1},"pids":{"limit":10},"cpu":{"quota":1000,"period":100000,"cpus":"0"}}`,
-		`{"memory":{"limit":"lots"}}`, `{"pids":{"limit":1.5}}`, `{"unified":{"memory.max":"1"}}`, `[]`, `{`, ``, "{\"cpu\":{\"cpus\":\"0\xff\"}}",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := parseResourcesFile("/r.json", data)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "--resources /r.json: ") || goInternals.MatchString(err.Error()) {
-				t.Fatalf("error %q: must name the file and no Go type", err)
-			}
-			return
-		}
-		if !utf8.Valid(data) {
-			t.Fatalf("a --resources file that is not UTF-8 parsed: %q", data)
-		}
-		roundTrip(t, func(b []byte) (any, error) { return parseResourcesFile("/r.json", b) }, any(r))
-	})
-}

@@ -115,6 +115,13 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		}
 		defer fwd.stop()
 	}
+	// Only a detached sandbox's monitor is a process of its own: a
+	// foreground run watches in this process and needs no program.
+	var monitors []string
+	if detach {
+		monitors = monitorExecutables(rt.Root)
+		phase.Mark("monitor executable")
+	}
 	s, err := sandbox.Run(rt, sandbox.Launch{
 		ID:       id,
 		Bundle:   bundle,
@@ -126,7 +133,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		// A foreground run is attached: the container dies with it, and
 		// `maka recover` reaps it if this process dies first.
 		Attached: !detach,
-		Monitors: monitorExecutables(rt.Root),
+		Monitors: monitors,
 		Process:  process,
 		Started:  io.afterStart,
 		PidFile:  pidFile,

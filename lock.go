@@ -18,6 +18,9 @@ func lockContainer(c *cli.Context) (*libmaka.Op, *libmaka.Container, error) {
 		return nil, nil, err
 	}
 	ctr, err := rt.Load(op.ID)
+	if err == nil {
+		err = failClosed(c, rt, op.ID)
+	}
 	if err != nil {
 		op.End()
 		return nil, nil, err

@@ -82,6 +82,7 @@ func printPolicyTable(out io.Writer, p *libmaka.Policy, flag string) error {
 	row("devices", "%s", list(p.Devices))
 	row("sysctls", "%s", list(p.Sysctls))
 	row("hooks", "%s", yes(p.Hooks))
+	row("hook paths", "%s", list(p.HookPaths))
 	row("writable rootfs", "%s", yes(p.WritableRootfs))
 	row("cgroup parents", "%s", list(p.CgroupParents))
 	oom := "maka's own"

@@ -27,6 +27,7 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
+		_ = failClosed(c, rt, c.Args().First()) // never an error for state
 		st, err := rt.StateOf(c.Args().First())
 		if err != nil {
 			return err

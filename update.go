@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +9,6 @@ import (
 	units "github.com/docker/go-units"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
-	"github.com/opencontainers/cgroups"
 	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -26,16 +24,19 @@ JSON, from a file or "-" for stdin) and/or the single-value flags, which take
 precedence. Only what is given changes.
 
 Every value is held to the policy the container was created under (its
-contract record): a value above a ceiling, "unlimited" (-1) where the policy
+contract record), by create's own checker: update refuses exactly what
+config.json's linux.resources would be refused. 0 is "not set" (the value
+stays). A value above a ceiling, "unlimited" (-1) where the policy
 has a ceiling, and what maka's contract does not model (real-time CPU,
 hugepages, per-device block IO, Intel RDT, cgroup files by name other than
 memory.max, memory.swap.max, memory.low, memory.min, memory.high, pids.max,
 cpu.max, cpu.weight, cpuset.cpus and cpuset.mems) are refused with
-BOUNDARY_REJECTED, and nothing changes. Cgroup files by name are checked as
+BOUNDARY_REJECTED, and nothing changes (hugepages, RDMA, per-device block
+IO and device rules are fixed at create). Cgroup files by name are checked as
 the fields they are; a CPU burst stays within the quota, and quota plus
-burst within the CPU ceiling. An accepted update
-republishes the contract's limits. Without --memory-swap, the swap beyond
-memory stays what the contract says.
+burst within the CPU ceiling. An accepted update republishes the whole
+contract (the record and maka.json). Without --memory-swap, the swap
+beyond memory stays what the contract says.
 
 EXAMPLE:
        # maka update --memory 268435456 --pids-limit 100 box1
@@ -72,7 +73,7 @@ EXAMPLE:
 			return err
 		}
 		defer op.End()
-		policy, err := updatePolicy(op.Record, func() (*libmaka.Policy, error) { return loadPolicy(c) })
+		policy, err := specconv.UpdatePolicy(op.Record, func() (*libmaka.Policy, error) { return loadPolicy(c) })
 		if err != nil {
 			return err
 		}
@@ -81,19 +82,19 @@ EXAMPLE:
 			return fmt.Errorf("update %s: the container has no cgroup configuration", ctr.ID())
 		}
 		// Every value is held to the container's policy before anything
-		// is written, as create's config.json is.
-		next, items := checkUpdate(policy, enforcedOf(config.Cgroups.Resources), r, updateSourceName(c.IsSet))
+		// is written, by create's own checker.
+		next, checked, items := specconv.CheckUpdate(policy, specconv.EnforcedOf(config.Cgroups.Resources), r, updateSourceName(c.IsSet))
 		if len(items) > 0 {
 			return &specconv.RejectedError{Verdict: specconv.Verdict{Profile: policy.Profile, Items: items, Source: "update"}}
 		}
 		cg, err := rspecconv.CreateCgroupConfig(&rspecconv.CreateOpts{
 			CgroupName: ctr.ID(),
-			Spec:       &specs.Spec{Linux: &specs.Linux{Resources: r}},
+			Spec:       &specs.Spec{Linux: &specs.Linux{Resources: checked}},
 		}, nil)
 		if err != nil {
 			return fmt.Errorf("update %s: %w", ctr.ID(), err)
 		}
-		mergeResources(config.Cgroups.Resources, cg.Resources)
+		specconv.MergeResources(config.Cgroups.Resources, cg.Resources)
 		// runc's memory.checkBeforeUpdate: a memory limit below what the
 		// container uses now is refused instead of reclaiming (stricter
 		// only); kept in the container's config until changed, as runc.
@@ -102,7 +103,7 @@ EXAMPLE:
 		}
 		// The checked values, exactly: memory+swap from the contract's
 		// swap when only the memory changes, never an unset swap.
-		next.apply(config.Cgroups.Resources)
+		next.Apply(config.Cgroups.Resources)
 		// As runc: update never changes the device rules.
 		config.Cgroups.SkipDevices = true
 		// The contract first (as create publishes before the cgroup
@@ -113,7 +114,7 @@ EXAMPLE:
 		var old *libmaka.Boundary
 		if op.Record != nil && op.Record.Boundary != nil {
 			old = op.Record.Boundary
-			nb, err := contractAfterUpdate(old, next, r)
+			nb, err := specconv.ContractAfterUpdate(old, next, checked)
 			if err != nil {
 				return fmt.Errorf("update %s: %w", ctr.ID(), err)
 			}
@@ -133,19 +134,6 @@ EXAMPLE:
 	},
 }
 
-// parseResourcesFile decodes update --resources's file: errors name the
-// file and the key by JSON's terms, never Go's.
-func parseResourcesFile(path string, data []byte) (*specs.LinuxResources, error) {
-	if off := libmaka.InvalidUTF8(data); off >= 0 {
-		return nil, fmt.Errorf("--resources %s: malformed JSON: a byte that is not UTF-8 (at byte %d): JSON text is UTF-8", path, off)
-	}
-	r := &specs.LinuxResources{}
-	if err := json.Unmarshal(data, r); err != nil {
-		return nil, fmt.Errorf("--resources %s: %w", path, libmaka.JSONError(err, "resources"))
-	}
-	return r, nil
-}
-
 // updateResources reads --resources and applies the single-value flags.
 func updateResources(c *cli.Context) (*specs.LinuxResources, error) {
 	r := &specs.LinuxResources{}
@@ -160,7 +148,7 @@ func updateResources(c *cli.Context) (*specs.LinuxResources, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--resources: %w", err)
 		}
-		if r, err = parseResourcesFile(path, data); err != nil {
+		if r, err = specconv.ParseResources(path, data); err != nil {
 			return nil, err
 		}
 	}
@@ -241,10 +229,8 @@ func updateResources(c *cli.Context) (*specs.LinuxResources, error) {
 		var v *uint64
 		setU("blkio-weight", &v)
 		if v != nil {
-			if !validBlkioWeight(*v) {
-				return nil, fmt.Errorf("--blkio-weight: %d is out of range (10-1000, or 0 for no change)", *v)
-			}
-			w := uint16(*v)
+			// Held to 10-1000 by the checker, as config.json's weight.
+			w := uint16(min(*v, 65535))
 			if r.BlockIO == nil {
 				r.BlockIO = &specs.LinuxBlockIO{}
 			}
@@ -254,139 +240,24 @@ func updateResources(c *cli.Context) (*specs.LinuxResources, error) {
 	if err != nil {
 		return nil, err
 	}
-	// libcontainer converts an out-of-range weight to a huge io.weight
-	// (unsigned underflow) that the kernel rejects half-way through Set.
-	if b := r.BlockIO; b != nil {
-		if b.Weight != nil && !validBlkioWeight(uint64(*b.Weight)) {
-			return nil, fmt.Errorf("--resources: blockIO.weight: %d is out of range (10-1000)", *b.Weight)
-		}
-		for i, wd := range b.WeightDevice {
-			if wd.Weight != nil && !validBlkioWeight(uint64(*wd.Weight)) {
-				return nil, fmt.Errorf("--resources: blockIO.weightDevice[%d].weight: %d is out of range (10-1000)", i, *wd.Weight)
-			}
-		}
-	}
 	return r, nil
 }
 
-// validBlkioWeight: 0 (unset) or cgroup v1's blkio.weight range 10-1000.
-func validBlkioWeight(w uint64) bool {
-	return w == 0 || (w >= 10 && w <= 1000)
+// updateFlags maps the --resources keys to the single-value flags that set
+// them (a flag takes precedence, so it is what an item names).
+var updateFlags = map[string]string{
+	"memory.limit": "memory", "memory.swap": "memory-swap", "memory.reservation": "memory-reservation",
+	"pids.limit": "pids-limit", "cpu.quota": "cpu-quota", "cpu.period": "cpu-period", "cpu.burst": "cpu-burst",
+	"cpu.realtimePeriod": "cpu-rt-period", "cpu.realtimeRuntime": "cpu-rt-runtime", "cpu.shares": "cpu-share",
+	"cpu.idle": "cpu-idle", "cpu.cpus": "cpuset-cpus", "cpu.mems": "cpuset-mems", "blockIO.weight": "blkio-weight",
 }
 
-// mergeResources copies onto cur every limit that upd sets.
-func mergeResources(cur, upd *cgroups.Resources) {
-	if upd.Memory != 0 {
-		cur.Memory = upd.Memory
-	}
-	if upd.MemoryReservation != 0 {
-		cur.MemoryReservation = upd.MemoryReservation
-	}
-	if upd.MemorySwap != 0 {
-		cur.MemorySwap = upd.MemorySwap
-	}
-	if upd.MemorySwappiness != nil {
-		cur.MemorySwappiness = upd.MemorySwappiness
-	}
-	if upd.CpuShares != 0 {
-		cur.CpuShares = upd.CpuShares
-	}
-	if upd.CpuWeight != 0 {
-		// Shares given now replace a weight given by name before (which,
-		// kept in Unified, the cgroup manager would write last).
-		cur.CpuWeight = upd.CpuWeight
-		delete(cur.Unified, "cpu.weight")
-	}
-	if v, ok := upd.Unified["cpu.weight"]; ok {
-		// A weight by name (checkUpdate checked it) is kept as the weight
-		// itself, so that shares given later replace it.
-		w, _ := strconv.ParseUint(v, 10, 64)
-		cur.CpuWeight, cur.CpuShares = w, 0
-		delete(cur.Unified, "cpu.weight")
-	}
-	if upd.CpuQuota != 0 {
-		cur.CpuQuota = upd.CpuQuota
-	}
-	if upd.CpuPeriod != 0 {
-		cur.CpuPeriod = upd.CpuPeriod
-	}
-	if upd.CpuBurst != nil {
-		cur.CpuBurst = upd.CpuBurst
-	}
-	if upd.CpuRtRuntime != 0 {
-		cur.CpuRtRuntime = upd.CpuRtRuntime
-	}
-	if upd.CpuRtPeriod != 0 {
-		cur.CpuRtPeriod = upd.CpuRtPeriod
-	}
-	if upd.CPUIdle != nil {
-		cur.CPUIdle = upd.CPUIdle
-		// As runc: an idle change without shares does not write
-		// cpu.weight again (the kernel refuses a weight on an idle
-		// cgroup: EINVAL, half-way through the update).
-		if _, byName := upd.Unified["cpu.weight"]; upd.CpuShares == 0 && upd.CpuWeight == 0 && !byName {
-			cur.CpuShares, cur.CpuWeight = 0, 0
-			delete(cur.Unified, "cpu.weight")
+// updateSourceName names a key as the caller gave it.
+func updateSourceName(isSet func(flag string) bool) func(key string) string {
+	return func(key string) string {
+		if f, ok := updateFlags[key]; ok && isSet(f) {
+			return "--" + f
 		}
+		return "--resources " + key
 	}
-	if upd.CpusetCpus != "" {
-		cur.CpusetCpus = upd.CpusetCpus
-	}
-	if upd.CpusetMems != "" {
-		cur.CpusetMems = upd.CpusetMems
-	}
-	if upd.PidsLimit != nil {
-		cur.PidsLimit = upd.PidsLimit
-	}
-	if upd.BlkioWeight != 0 {
-		cur.BlkioWeight = upd.BlkioWeight
-	}
-	// Per-device entries: update the device's entry or add one (as runc).
-	for _, wd := range upd.BlkioWeightDevice {
-		cur.BlkioWeightDevice = upsertWeightDevice(cur.BlkioWeightDevice, wd)
-	}
-	for _, td := range upd.BlkioThrottleReadBpsDevice {
-		cur.BlkioThrottleReadBpsDevice = upsertThrottleDevice(cur.BlkioThrottleReadBpsDevice, td)
-	}
-	for _, td := range upd.BlkioThrottleWriteBpsDevice {
-		cur.BlkioThrottleWriteBpsDevice = upsertThrottleDevice(cur.BlkioThrottleWriteBpsDevice, td)
-	}
-	for _, td := range upd.BlkioThrottleReadIOPSDevice {
-		cur.BlkioThrottleReadIOPSDevice = upsertThrottleDevice(cur.BlkioThrottleReadIOPSDevice, td)
-	}
-	for _, td := range upd.BlkioThrottleWriteIOPSDevice {
-		cur.BlkioThrottleWriteIOPSDevice = upsertThrottleDevice(cur.BlkioThrottleWriteIOPSDevice, td)
-	}
-	if len(upd.HugetlbLimit) > 0 {
-		cur.HugetlbLimit = upd.HugetlbLimit
-	}
-	for k, v := range upd.Unified {
-		if k == "cpu.weight" {
-			continue // above
-		}
-		if cur.Unified == nil {
-			cur.Unified = map[string]string{}
-		}
-		cur.Unified[k] = v
-	}
-}
-
-func upsertWeightDevice(list []*cgroups.WeightDevice, wd *cgroups.WeightDevice) []*cgroups.WeightDevice {
-	for i, d := range list {
-		if d.Major == wd.Major && d.Minor == wd.Minor {
-			list[i] = wd
-			return list
-		}
-	}
-	return append(list, wd)
-}
-
-func upsertThrottleDevice(list []*cgroups.ThrottleDevice, td *cgroups.ThrottleDevice) []*cgroups.ThrottleDevice {
-	for i, d := range list {
-		if d.Major == td.Major && d.Minor == td.Minor {
-			list[i] = td
-			return list
-		}
-	}
-	return append(list, td)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/maka-runtime/maka/internal/printable"
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 )
 
@@ -88,7 +89,30 @@ func loadContainer(c *cli.Context) (*libmaka.Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rt.Load(c.Args().First())
+	ctr, err := rt.Load(c.Args().First())
+	if err != nil {
+		return nil, err
+	}
+	if err := failClosed(c, rt, ctr.ID()); err != nil {
+		return nil, err
+	}
+	return ctr, nil
+}
+
+// failClosed: a sandbox whose monitor is gone is killed by whichever
+// command meets it first (libmaka/failclosed.go), which says so on
+// stderr; exec and start refuse to go on (an error), the others go on
+// with the stopped sandbox.
+func failClosed(c *cli.Context, rt *libmaka.Runtime, id string) error {
+	err := rt.FailClosed(id)
+	if err == nil {
+		return nil
+	}
+	if name := c.Command.Name; name == "exec" || name == "start" {
+		return err
+	}
+	logrus.Warn(err)
+	return nil
 }
 
 // absPath makes a user-given path absolute before maka changes directory.

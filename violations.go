@@ -26,6 +26,10 @@ first: watched syscalls it attempted (mount, unshare, ptrace, bpf, module
 loads, ...), limits it hit (oom_kill, pids.max, timeout) and, with file audit
 on, writes aimed at read-only places. They are kept in
 <root>/<container-id>/violations.jsonl while the container exists.
+Identical records (same type, syscall, process name, action, errno) are
+folded into one with a count (repeat) and its first and last time. The
+journal is capped (4096 records, 1 MiB, 100 new records a second after a
+burst of 1000); a last "suppressed" record says how many were dropped.
 When the container has stopped, <root>/<container-id>/peak.json holds its
 peak usage (memory, pids, each tmpfs) and, if the monitor destroyed it,
 how long it took to empty (killed.emptyAfterMs).
@@ -58,10 +62,13 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
-		recs, err := monitor.ReadJournal(journal)
+		recs, stats, err := monitor.ReadViolations(journal)
 		if err != nil {
 			return fmt.Errorf("violations %s: %w", c.Args().First(), err)
 		}
+		// What the journal could not hold, last: a suppressed record
+		// (its cap, its rate limit) and a journal_error one.
+		recs = append(recs, stats.Notes()...)
 		if format == "json" {
 			return printJSON(recs)
 		}
@@ -102,9 +109,11 @@ func what(r monitor.Record) string {
 		if r.Errno != "" {
 			s += " = " + p(r.Errno)
 		}
-		return s
+		return s + repeated(r)
 	case monitor.TypeFile:
-		return p(r.Syscall) + " " + p(r.Path) + " " + p(r.Flags)
+		return p(r.Syscall) + " " + p(r.Path) + " " + p(r.Flags) + repeated(r)
+	case monitor.TypeSuppressed, monitor.TypeJournalError:
+		return strconv.FormatUint(r.Count, 10) + " record(s): " + p(r.Detail)
 	case monitor.TypeLimit:
 		s := p(r.Kind)
 		if r.Count > 0 {
@@ -116,6 +125,18 @@ func what(r monitor.Record) string {
 		return s
 	}
 	return ""
+}
+
+// repeated says how often a folded record happened, and until when.
+func repeated(r monitor.Record) string {
+	if r.Repeat <= 1 {
+		return ""
+	}
+	s := " x" + strconv.FormatUint(r.Repeat, 10)
+	if r.Last != nil {
+		s += " (last " + r.Last.Format("15:04:05.000") + ")"
+	}
+	return s
 }
 
 // journalFollower yields the records appended to a journal as they come
@@ -249,7 +270,7 @@ func denialSummary(recs []monitor.Record) string {
 		if counts[what] == 0 {
 			order = append(order, what)
 		}
-		counts[what]++
+		counts[what] += int(r.Times())
 	}
 	if len(order) == 0 {
 		return ""

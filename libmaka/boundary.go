@@ -98,6 +98,10 @@ type Cgroup struct {
 	Rdma           map[string]specs.LinuxRdma `json:"rdma,omitempty"`
 	// Devices are the device cgroup rules, checked against the policy.
 	Devices []specs.LinuxDeviceCgroup `json:"devices,omitempty"`
+	// DevicesDropped are config.json's rules that allow the host's
+	// console (c 5:1, specconv.ConsoleRule): not given, the device cgroup
+	// denies it.
+	DevicesDropped []specs.LinuxDeviceCgroup `json:"devicesDropped,omitempty"`
 }
 
 // Rootfs is the trusted runtime root.

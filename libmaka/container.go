@@ -277,13 +277,19 @@ func (c *Container) State() (*State, error) {
 		pid = 0
 	}
 	bundle, annotations := utils.Annotations(st.Config.Labels)
+	// The root the contract names: libcontainer's is the staged clone
+	// (or the scaffold) maka handed it, gone once the create ended.
+	rootfs := st.Config.Rootfs
+	if b := c.Record.Boundary; b != nil && b.Rootfs.Path != "" {
+		rootfs = b.Rootfs.Path
+	}
 	return &State{
 		OCIVersion:  specs.Version,
 		ID:          st.ID,
 		Pid:         pid,
 		Status:      status,
 		Bundle:      bundle,
-		Rootfs:      st.Config.Rootfs,
+		Rootfs:      rootfs,
 		Created:     st.Created,
 		Annotations: annotations,
 		Owner:       c.owner(),

@@ -24,8 +24,11 @@ const (
 	HistoryPerID     = 20
 )
 
-// historyFiles are what is kept of a sandbox's state directory.
-var historyFiles = []string{monitor.JournalFile, monitor.PeakFile}
+// historyFiles are what is kept of a sandbox's state directory. The
+// journal is copied within monitor.DefaultLimits (it is bounded when
+// written, but a journal written before the bounds, or by another build,
+// may not be), with its stats.
+var historyFiles = []string{monitor.JournalFile, monitor.StatsFile, monitor.PeakFile}
 
 // historyStamp names an instance by its creation time (sortable).
 const historyStamp = "20060102T150405.000000000Z"
@@ -68,7 +71,21 @@ func (s *Store) Archive(id string, created time.Time, stateDir string) error {
 	}
 	defer os.RemoveAll(tmp) // gone after the rename; a leftover on error
 	for _, name := range have {
-		if err := copyFile(filepath.Join(stateDir, name), filepath.Join(tmp, name)); err != nil {
+		var err error
+		switch name {
+		case monitor.StatsFile: // with the journal
+		case monitor.JournalFile:
+			lim, _ := monitor.JournalLimits() // malformed: the defaults
+			err = monitor.CopyJournal(filepath.Join(stateDir, name), filepath.Join(tmp, name), lim)
+		default:
+			err = copyFile(filepath.Join(stateDir, name), filepath.Join(tmp, name))
+		}
+		if err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+	}
+	if !slices.Contains(have, monitor.JournalFile) && slices.Contains(have, monitor.StatsFile) {
+		if err := copyFile(filepath.Join(stateDir, monitor.StatsFile), filepath.Join(tmp, monitor.StatsFile)); err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
 	}

@@ -3,6 +3,7 @@ package libmaka
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,5 +107,33 @@ func TestPruneHistory(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(s.historyDir(), "many")); !os.IsNotExist(err) {
 		t.Errorf("an id with nothing kept left its directory: %v", err)
+	}
+}
+
+// The kept copy of a journal is bounded by the journal's cap, and says
+// how many records it left out (issue 24: a flood's 4.6 MB journal was
+// kept whole).
+func TestArchiveBoundsTheJournal(t *testing.T) {
+	s := historyStore(t)
+	line := `{"time":"2026-01-01T00:00:00Z","type":"syscall","action":"deny","comm":"a","syscall":"unshare","errno":"EPERM","args":["0x10000000","0x0","0x0","0x0","0x0","0x0"]}` + "\n"
+	big := strings.Repeat(line, 30000) // ~4.5 MB, as the flood left
+	state := stateWith(t, map[string]string{monitor.JournalFile: big})
+	if err := s.Archive("flood", time.Now(), state); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := s.History("flood")
+	if err != nil || len(hist) != 1 {
+		t.Fatalf("history: %v %+v", err, hist)
+	}
+	fi, err := os.Stat(filepath.Join(hist[0].Dir, monitor.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > monitor.DefaultLimits.MaxBytes {
+		t.Fatalf("kept journal is %d bytes, cap %d", fi.Size(), monitor.DefaultLimits.MaxBytes)
+	}
+	recs, st, err := monitor.ReadViolations(filepath.Join(hist[0].Dir, monitor.JournalFile))
+	if err != nil || len(recs) != 1 || recs[0].Times()+st.Suppressed != 30000 {
+		t.Fatalf("kept: %d records, %d suppressed, %v", len(recs), st.Suppressed, err)
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // A sandbox with its own user namespace runs as a block of host ids no
@@ -20,11 +22,17 @@ import (
 // back when the record is dropped: after the cgroup is gone, so never
 // while a process of that sandbox lives.
 //
-// A lease is a file <state-dir>/ids/<first host id>, created with O_EXCL
-// (two creates never get one block) and naming its holder, so that a lease
-// whose holder has no record (a create that died between leasing and
-// publishing) is found and reclaimed by `maka recover`. The pool is the
-// state dir's: two maka with different state dirs need disjoint pools.
+// A lease is a file <state-dir>/ids/<first host id>-<size>: it holds the
+// whole range [first, first+size), and no block that meets a held range is
+// leased again, from whatever pool (two policies whose pools are offset
+// share the state dir's leases). Leasing takes the ids directory's flock
+// (the check for a range that meets one and the O_EXCL create are one
+// step), and the file names its holder, so that a lease whose holder has
+// no record (a create that died between leasing and publishing) is found
+// and reclaimed by `maka recover`. A lease named by its first id alone
+// (from a maka before ranges) holds a block of DefaultIDPool.Size. The
+// pool is the state dir's: two maka with different state dirs need
+// disjoint pools.
 
 // IDPool is the host ids maka leases to sandboxes, Count blocks of Size.
 type IDPool struct {
@@ -165,9 +173,21 @@ func (op *Op) LeaseIDs(b *Boundary, pool IDPool) error {
 	if err != nil {
 		return err
 	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return fmt.Errorf("id pool: %w", err)
+	}
+	defer unlock()
+	held, err := heldRanges(dir)
+	if err != nil {
+		return fmt.Errorf("id pool: %w", err)
+	}
 	for i := uint32(0); i < pool.Count; i++ {
 		start := pool.Block(i)
-		path := filepath.Join(dir, strconv.FormatUint(uint64(start), 10))
+		if meetsAny(held, start, pool.Size) {
+			continue
+		}
+		path := filepath.Join(dir, leaseName(start, pool.Size))
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, os.ErrExist) {
 			continue
@@ -194,7 +214,79 @@ func (op *Op) LeaseIDs(b *Boundary, pool IDPool) error {
 		CrashPoint(op.Command + ":ids-leased")
 		return nil
 	}
-	return fmt.Errorf("id pool: all %d blocks of %d ids from %d are leased to live sandboxes (raise idPool.count in the policy, or delete sandboxes)", pool.Count, pool.Size, pool.Start)
+	return fmt.Errorf("id pool: all %d blocks of %d ids from %d are leased to live sandboxes, or meet a range leased from another pool (raise idPool.count in the policy, or delete sandboxes)", pool.Count, pool.Size, pool.Start)
+}
+
+// legacyLeaseSize is the range a lease named by its first id alone holds.
+const legacyLeaseSize = 65536
+
+// leaseName is the lease file of the range [start, start+size).
+func leaseName(start, size uint32) string {
+	return strconv.FormatUint(uint64(start), 10) + "-" + strconv.FormatUint(uint64(size), 10)
+}
+
+// parseLeaseName reads a lease file's name: <first>-<size>, or <first>
+// alone (legacyLeaseSize).
+func parseLeaseName(name string) (IDRange, bool) {
+	first, size, ranged := strings.Cut(name, "-")
+	start, err := strconv.ParseUint(first, 10, 32)
+	if err != nil {
+		return IDRange{}, false
+	}
+	n := uint64(legacyLeaseSize)
+	if ranged {
+		if n, err = strconv.ParseUint(size, 10, 32); err != nil || n == 0 {
+			return IDRange{}, false
+		}
+	}
+	return IDRange{Start: uint32(start), Size: uint32(n)}, true
+}
+
+// heldRanges are the ranges the lease files in dir hold.
+func heldRanges(dir string) ([]IDRange, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []IDRange
+	for _, e := range entries {
+		if r, ok := parseLeaseName(e.Name()); ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// meetsAny reports whether [start, start+size) meets one of held.
+func meetsAny(held []IDRange, start, size uint32) bool {
+	for _, h := range held {
+		if uint64(start) < uint64(h.Start)+uint64(h.Size) && uint64(h.Start) < uint64(start)+uint64(size) {
+			return true
+		}
+	}
+	return false
+}
+
+// lockDir takes dir's flock (exclusive), released by the returned func.
+func lockDir(dir string) (func(), error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	for {
+		err = unix.Flock(fd, unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		_ = unix.Close(fd)
+		return nil, &os.PathError{Op: "lock", Path: dir, Err: err}
+	}
+	return func() { _ = unix.Close(fd) }, nil
 }
 
 type leaseRef struct {
@@ -229,8 +321,13 @@ func releaseIDs(store *Store, rec *ContainerRecord) error {
 	if b == nil || b.Users.Source != IDsFromPool || len(b.UIDMappings) == 0 {
 		return nil
 	}
-	path := filepath.Join(idsDir(store), strconv.FormatUint(uint64(leasedBlock(b)), 10))
-	return releaseLease(path, rec.Root, rec.ID)
+	dir := idsDir(store)
+	m := b.UIDMappings[len(b.UIDMappings)-1]
+	if err := releaseLease(filepath.Join(dir, leaseName(m.HostID, m.Size)), rec.Root, rec.ID); err != nil {
+		return err
+	}
+	// A lease from a maka before ranges.
+	return releaseLease(filepath.Join(dir, strconv.FormatUint(uint64(m.HostID), 10)), rec.Root, rec.ID)
 }
 
 // reclaimLeases gives back the leases whose holder has no record naming
@@ -244,7 +341,7 @@ func reclaimLeases(store *Store, stateDir string) {
 		return
 	}
 	for _, e := range entries {
-		if _, err := strconv.ParseUint(e.Name(), 10, 32); err != nil {
+		if _, ok := parseLeaseName(e.Name()); !ok {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
@@ -286,26 +383,26 @@ func namesLease(rec *ContainerRecord, name string) bool {
 	if rec == nil || rec.Boundary == nil || rec.Boundary.Users.Source != IDsFromPool || len(rec.Boundary.UIDMappings) == 0 {
 		return false
 	}
-	return strconv.FormatUint(uint64(leasedBlock(rec.Boundary)), 10) == name
+	m := leasedMapping(rec.Boundary)
+	return name == leaseName(m.HostID, m.Size) || name == strconv.FormatUint(uint64(m.HostID), 10)
 }
 
-// leasedBlock is the first host uid of the block b's mappings lease: the
-// last mapping's (a rootless pool maps container id 0 to the user first).
-func leasedBlock(b *Boundary) uint32 {
-	return b.UIDMappings[len(b.UIDMappings)-1].HostID
+// leasedMapping is the mapping of the block b's lease: the last one (a
+// rootless pool maps container id 0 to the user first).
+func leasedMapping(b *Boundary) specs.LinuxIDMapping {
+	return b.UIDMappings[len(b.UIDMappings)-1]
 }
 
 // FirstFreeBlock is the first block of pool no lease holds now (without
 // leasing it): what `maka boundary --format oci` shows.
 func FirstFreeBlock(stateDir string, pool IDPool) (uint32, error) {
+	held, err := heldRanges(filepath.Join(stateDir, "ids"))
+	if err != nil {
+		return 0, fmt.Errorf("id pool: %w", err)
+	}
 	for i := uint32(0); i < pool.Count; i++ {
-		start := pool.Block(i)
-		_, err := os.Lstat(filepath.Join(stateDir, "ids", strconv.FormatUint(uint64(start), 10)))
-		if errors.Is(err, os.ErrNotExist) {
+		if start := pool.Block(i); !meetsAny(held, start, pool.Size) {
 			return start, nil
-		}
-		if err != nil {
-			return 0, fmt.Errorf("id pool: %w", err)
 		}
 	}
 	return 0, fmt.Errorf("id pool: all %d blocks of %d ids from %d are leased to live sandboxes", pool.Count, pool.Size, pool.Start)

@@ -115,7 +115,7 @@ func TestLeaseGivenBackWithTheRecord(t *testing.T) {
 	if err := releaseIDs(store, &other); err != nil {
 		t.Fatal(err)
 	}
-	if l := leaseFiles(t, rt); len(l) != 1 || l[0] != strconv.Itoa(int(pool.Start)) {
+	if l := leaseFiles(t, rt); len(l) != 1 || l[0] != strconv.Itoa(int(pool.Start))+"-65536" {
 		t.Fatalf("leases %v: want b's block %d", l, pool.Start)
 	}
 	lock, err := store.Lock("b", 0)
@@ -169,5 +169,63 @@ func TestRecoverReclaimsOrphanLeases(t *testing.T) {
 		if strings.Contains(string(data), `"id":"dead"`) {
 			t.Fatal("the dead create's lease was kept")
 		}
+	}
+}
+
+// Two policies whose pools are offset by half a block (a second maka
+// policy file, a changed idPool.start) share a state dir: a lease holds
+// its whole range [first, first+size), and no block that meets a leased
+// range is leased again, whatever pool it comes from.
+func TestLeasesOfOffsetPoolsNeverOverlap(t *testing.T) {
+	rt, _ := testStore(t)
+	a := IDPool{Start: 1 << 20, Size: 65536, Count: 4}
+	b := IDPool{Start: 1<<20 + 32768, Size: 65536, Count: 4}
+	type held struct{ start, size uint32 }
+	var got []held
+	lease := func(id string, pool IDPool) error {
+		op, err := rt.Begin(id, "create")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer op.End()
+		bd := poolBoundary(pool)
+		if err := op.LeaseIDs(bd, pool); err != nil {
+			return err
+		}
+		op.committed = true
+		m := bd.UIDMappings[0]
+		got = append(got, held{m.HostID, m.Size})
+		return nil
+	}
+	// a's block 0; b's block 0 meets it, so b gets its block 1; a's
+	// blocks 1 and 2 meet that, so a gets its block 3.
+	for i, c := range []struct {
+		pool IDPool
+		want uint32
+	}{{a, a.Start}, {b, b.Start + b.Size}, {a, a.Start + 3*a.Size}} {
+		if err := lease(fmt.Sprintf("c%d", i), c.pool); err != nil {
+			t.Fatalf("c%d: %v", i, err)
+		}
+		if g := got[len(got)-1].start; g != c.want {
+			t.Errorf("c%d leased %d, want %d", i, g, c.want)
+		}
+	}
+	for i, x := range got {
+		for _, y := range got[i+1:] {
+			if uint64(x.start) < uint64(y.start)+uint64(y.size) && uint64(y.start) < uint64(x.start)+uint64(x.size) {
+				t.Errorf("leases [%d, +%d) and [%d, +%d) overlap", x.start, x.size, y.start, y.size)
+			}
+		}
+	}
+	// Every block of b now meets a lease (b2 and b3 meet a3): refused.
+	if err := lease("full", b); err == nil || !strings.Contains(err.Error(), "all 4 blocks") {
+		t.Errorf("a pool whose every block meets a lease: err = %v", err)
+	}
+	// FirstFreeBlock (what `maka boundary --format oci` shows) agrees.
+	if _, err := FirstFreeBlock(rt.StateDir, b); err == nil {
+		t.Error("FirstFreeBlock found a block of b that meets a lease")
+	}
+	if n, err := FirstFreeBlock(rt.StateDir, IDPool{Start: 1<<20 + 4*65536, Size: 65536, Count: 1}); err != nil || n != 1<<20+4*65536 {
+		t.Errorf("a disjoint pool's first block: %d, %v", n, err)
 	}
 }

@@ -38,6 +38,10 @@ type Op struct {
 	committed bool
 	leased    *leaseRef // the id block this op leased (LeaseIDs)
 	scaffold  string    // the root scaffold this op built (BuildRoot)
+	staged    int       // mounts this op staged (Stage)
+	// stageGID: the group that may search the stage directory (the
+	// sandbox's root's host gid, with a user namespace), or -1: none.
+	stageGID int
 }
 
 // Begin takes the id's lock for command (waiting up to LockWait for another
@@ -182,6 +186,16 @@ func (op *Op) End() {
 			if err := removeRoot(op.scaffold); err != nil {
 				logrus.Warnf("container %s: %v (`maka recover` removes it)", op.ID, err)
 			}
+		}
+	}
+	// A create that did not commit: its staged mounts go (reap has dropped
+	// them with the record; a failure before publishing leaves them here).
+	// A committed create keeps them until its teardown: libcontainer keeps
+	// the staged root as the container's rootfs path (exec starts its
+	// process there), and Lock.Drop unstages.
+	if op.staged > 0 && !op.committed {
+		if err := unstage(stageDir(op.lock.store, op.ID)); err != nil {
+			logrus.Warnf("container %s: %v (`maka recover` removes it)", op.ID, err)
 		}
 	}
 	op.lock.Unlock()

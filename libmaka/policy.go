@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	pathpkg "path"
 	"reflect"
 	"slices"
 	"strings"
@@ -27,6 +28,8 @@ type Policy struct {
 	// Capabilities a process may hold (any set).
 	Capabilities []string `json:"capabilities"`
 	// BindPaths are host paths (and what is below them) that may be bound.
+	// A component may be a placeholder ({id}, {sandbox-id}, {pod-uid}):
+	// the rule then allows only this container's own directory (BindOwner).
 	BindPaths []PathRule `json:"bindPaths"`
 	// NetworkModes allowed: closed, netns, host.
 	NetworkModes []string `json:"networkModes"`
@@ -36,6 +39,10 @@ type Policy struct {
 	Sysctls []string `json:"sysctls"`
 	// Hooks: whether config.json may ask for OCI hooks (they run on the host).
 	Hooks bool `json:"hooks"`
+	// HookPaths are the host executables a hook may run, by exact absolute
+	// path: a hook runs on the host as maka's user (root), so hooks: true
+	// alone allows none. Empty under every built-in profile.
+	HookPaths []string `json:"hookPaths"`
 	// WritableRootfs: whether root.readonly may be false.
 	WritableRootfs bool `json:"writableRootfs"`
 	// CgroupParents are the cgroup v2 directories (relative to the cgroup
@@ -134,6 +141,9 @@ var (
 		"/proc", "/sys", "/dev", "/boot", "/etc", "/root", "/lib/modules",
 		"/var/lib/maka", "/run/maka", "/var/run/docker.sock", "/run/docker.sock",
 		"/run/containerd/containerd.sock", "/run/podman/podman.sock", "/run/systemd", "/run/dbus",
+		// Runtimes' state roots (maka's own under containerd's shim:
+		// /run/containerd/runc/<namespace>) and the shims' sockets.
+		"/run/containerd/runc", "/run/containerd/s", "/run/runc", "/run/crun",
 	}
 	sensitiveDirs = []string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/run", "/var", "/var/run", "/var/lib", "/home"}
 )
@@ -149,6 +159,7 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 			NetworkModes:      []string{NetworkClosed},
 			Devices:           []string{},
 			Sysctls:           []string{},
+			HookPaths:         []string{},
 			CgroupParents:     []string{"/maka"},
 			UserNamespace:     UserNamespaceRequired,
 			IDPool:            DefaultIDPool,
@@ -162,19 +173,17 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 		return &Policy{
 			Profile:      ProfileBaseline,
 			Capabilities: slices.Clone(defaultCapabilities),
-			// Where Podman, containerd and the CRI keep the files they bind
-			// into containers (hosts, resolv.conf, hostname, secrets).
-			BindPaths: []PathRule{
-				{Path: "/var/lib/containers", Mode: "rw"},
-				{Path: "/var/lib/containerd", Mode: "rw"},
-				{Path: "/run/containers", Mode: "rw"},
-				{Path: "/run/containerd", Mode: "rw"},
-				{Path: "/var/lib/kubelet/pods", Mode: "rw"},
-			},
+			// Where Podman, CRI-O, containerd's CRI plugin and the kubelet
+			// keep the files of one container or pod (hosts, resolv.conf,
+			// hostname, shm, volumes, secrets), each tied to this
+			// container (BindOwner): never another container's or pod's, an
+			// image snapshot, a task's root or a shim's socket.
+			BindPaths:      slices.Clone(engineBindPaths),
 			NetworkModes:   []string{NetworkClosed, NetworkNetns},
 			Devices:        []string{},
 			Sysctls:        []string{"net.ipv4.ping_group_range", "net.ipv4.ip_unprivileged_port_start", "net.ipv4.ip_local_port_range", "net.ipv4.tcp_syncookies", "kernel.shm_rmid_forced"},
 			Hooks:          true,
+			HookPaths:      []string{},
 			WritableRootfs: true,
 			// Where Podman (cgroupfs manager), containerd (its namespaces)
 			// and the CRI (kubelet's cgroupfs driver) put containers.
@@ -204,6 +213,7 @@ type policyFile struct {
 	Devices           *[]string   `json:"devices"`
 	Sysctls           *[]string   `json:"sysctls"`
 	Hooks             *bool       `json:"hooks"`
+	HookPaths         *[]string   `json:"hookPaths"`
 	WritableRootfs    *bool       `json:"writableRootfs"`
 	CgroupParents     *[]string   `json:"cgroupParents"`
 	OOMScoreAdjMin    *int        `json:"oomScoreAdjMin"`
@@ -270,6 +280,9 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	if f.Hooks != nil {
 		p.Hooks = *f.Hooks
 	}
+	if f.HookPaths != nil {
+		p.HookPaths = *f.HookPaths
+	}
 	if f.WritableRootfs != nil {
 		p.WritableRootfs = *f.WritableRootfs
 	}
@@ -326,6 +339,14 @@ func (p *Policy) validate() error {
 		if r.Mode != "ro" && r.Mode != "rw" {
 			errs = append(errs, fmt.Sprintf("bindPaths[%d].mode: %q is not ro or rw", i, r.Mode))
 		}
+		if err := checkPlaceholders(r.Path); err != nil {
+			errs = append(errs, fmt.Sprintf("bindPaths[%d].path: %v", i, err))
+		}
+	}
+	for i, h := range p.HookPaths {
+		if !strings.HasPrefix(h, "/") || pathpkg.Clean(h) != h {
+			errs = append(errs, fmt.Sprintf("hookPaths[%d]: %q is not a clean absolute path (a hook is listed by the path config.json names)", i, h))
+		}
 	}
 	for i, m := range p.NetworkModes {
 		if m != NetworkClosed && m != NetworkNetns && m != NetworkHost {
@@ -380,24 +401,35 @@ func (p *Policy) Tighten(profile string) (*Policy, error) {
 
 // meetRestricted is the stricter of p and the built-in restricted profile,
 // item by item: an annotation asking for restricted may not swap a policy
-// file's tighter limits (or its file audit) for restricted's own.
+// file's stricter item (a limit, its maxCommandTimeout, its oomScoreAdjMin,
+// its file audit) for restricted's own. TestTightenNeverLoosensAnyField
+// walks every field of Policy.
 func (p *Policy) meetRestricted() *Policy {
 	r, _ := BuiltinPolicy(ProfileRestricted)
 	r.Source, r.Modified = p.Source, p.Modified
 	r.Capabilities = intersect(r.Capabilities, p.Capabilities)
+	r.BindPaths = stricterBindPaths(r.BindPaths, p)
 	r.NetworkModes = intersect(r.NetworkModes, p.NetworkModes)
+	r.Devices = intersect(r.Devices, p.Devices)
+	r.Sysctls = intersect(r.Sysctls, p.Sysctls)
+	r.Hooks = r.Hooks && p.Hooks
+	r.WritableRootfs = r.WritableRootfs && p.WritableRootfs
 	r.CgroupParents = intersect(r.CgroupParents, p.CgroupParents)
-	r.OOMScoreAdjMin = nil // maka's own: restricted's
-	r.IDPool = p.IDPool    // required, from the policy's own pool
+	r.HookPaths = intersect(r.HookPaths, p.HookPaths)
+	r.OOMScoreAdjMin = stricterOOMScoreAdjMin(r.OOMScoreAdjMin, p.OOMScoreAdjMin)
+	r.UserNamespace = stricterOf(p.UserNamespace, r.UserNamespace, UserNamespaceRequired)
+	r.IDPool = p.IDPool // required, from the policy's own pool
+	r.DelegatedIDs = stricterIDRanges(r.DelegatedIDs, p.DelegatedIDs)
 	if p.Rootless != nil {
 		// Where the user's sandboxes can be at all.
 		r.Rootless, r.CgroupParents, r.DelegatedIDs = p.Rootless, p.CgroupParents, []IDRange{}
 	}
-	r.DefaultLimits = stricterLimits(r.DefaultLimits, p.DefaultLimits)
 	r.MaxLimits = stricterLimits(r.MaxLimits, p.MaxLimits)
-	if p.Audit != "" {
-		r.Audit = p.Audit
-	}
+	// A default never above the ceiling it now has.
+	r.DefaultLimits = stricterLimits(stricterLimits(r.DefaultLimits, p.DefaultLimits), r.MaxLimits)
+	r.MaxCommandTimeout = stricterCommandTimeout(r.MaxCommandTimeout, p.MaxCommandTimeout)
+	r.OnViolation = stricterOf(p.OnViolation, r.OnViolation, "kill")
+	r.Audit = stricterOf(r.Audit, p.Audit, "files")
 	return r
 }
 
@@ -462,9 +494,9 @@ func (p *Policy) AllowsDevice(path string) bool {
 	return slices.Contains(p.Devices, path)
 }
 
-// BindRule reports how (if at all) the host path may be bound: "ro", "rw"
-// or "" (not at all).
-func (p *Policy) BindRule(hostPath string) string {
+// BindRule reports how (if at all) the host path may be bound by the
+// container o: "ro", "rw" or "" (not at all).
+func (p *Policy) BindRule(hostPath string, o BindOwner) string {
 	for _, s := range sensitiveTrees {
 		if hostPath == s || isBelow(hostPath, s) || isBelow(s, hostPath) || hostPath == "/" {
 			return ""
@@ -477,7 +509,7 @@ func (p *Policy) BindRule(hostPath string) string {
 	}
 	mode := ""
 	for _, r := range p.BindPaths {
-		if hostPath == r.Path || isBelow(hostPath, r.Path) {
+		if o.matches(r.Path, hostPath) {
 			if r.Mode == "rw" {
 				return "rw"
 			}

@@ -164,6 +164,7 @@ func (rt *Runtime) Recover(relaunch Relauncher) ([]RecoveryResult, error) {
 	rt.removeStaleTemps(store)
 	reclaimLeases(store, filepath.Dir(store.Dir))
 	reclaimRoots(store)
+	reclaimStages(store)
 	return results, nil
 }
 
@@ -191,6 +192,15 @@ func (rt *Runtime) recoverOne(store *Store, id string, relaunch Relauncher) (Rec
 	res.Stage, res.Owner = rec.Stage, rec.Owner
 	res.Reason = rt.orphanReason(rec)
 	if res.Reason == "" {
+		// Healthy, but for its monitor: fail closed (failclosed.go).
+		var lost *MonitorLostError
+		if errors.As(rt.failClosed(rec), &lost) {
+			res.Result, res.Reason = Recovered, lost.Reason+": killed (fail closed)"
+			if lost.Err != nil {
+				res.Result, res.Error = Failed, lost.Err.Error()
+			}
+			return res, true
+		}
 		return res, false
 	}
 	if err := rt.reap(lock, rec); err != nil {

@@ -187,6 +187,9 @@ func unescapeMountinfo(s string) string {
 	return b.String()
 }
 
+// MaxRootEntries bounds the entries of a root maka binds one by one.
+const MaxRootEntries = 256
+
 // Scaffolded reports whether the sandbox's root is assembled by maka: a
 // scaffold directory holding the root's entries bound read-only (idmapped
 // when IDMapped) and the mount points the root lacks.
@@ -209,7 +212,12 @@ func rootsDir(s *Store) string {
 // to the missing part, which is made empty. The root itself is only read.
 // The scaffold is the op's: End removes it unless the create commits,
 // Lock.Drop once the record goes, recover when no record names it.
-func (op *Op) BuildRoot(b *Boundary) error {
+//
+// from is where the root is read and bound from: the root's staged clone
+// (Op.StageBoundary: a private copy of the checked descriptor under maka's
+// own directory), never r.Path by name again; r.Path when nothing was
+// staged (rootless: the user's own files).
+func (op *Op) BuildRoot(b *Boundary, from string) error {
 	r := &b.Rootfs
 	if !r.Scaffolded() {
 		return nil
@@ -243,23 +251,55 @@ func (op *Op) BuildRoot(b *Boundary) error {
 		return fmt.Errorf("root scaffold: %w", err)
 	}
 	op.scaffold = dir
-	s := scaffolder{root: r.Path, dir: dir, covered: coveredDirs(b)}
+	staged := from != ""
+	if !staged {
+		from = r.Path
+	}
+	s := scaffolder{root: from, dir: dir, covered: coveredDirs(b)}
 	if r.IDMapped {
 		s.uids, s.gids = b.UIDMappings, b.GIDMappings
 	} else if b.Users.Namespace {
 		s.owner0 = true
 		s.uids, s.gids = b.UIDMappings, b.GIDMappings
 	}
-	if err := s.build(r.Missing, r.MissingFiles); err != nil {
+	var err error
+	if err = s.build(r.Missing, r.MissingFiles); err != nil {
 		return fmt.Errorf("root scaffold for %s: %w", r.Path, err)
 	}
 	opts := []string{"rbind", "rro"}
 	if r.IDMapped {
 		opts = append(opts, "ridmap")
 	}
+	// Each entry is bound from a mount staged from its own descriptor,
+	// opened below the staged root without following any link: the root's
+	// entries are the bundle author's to rename while maka works, and a
+	// bind by name would follow an entry swapped for a link to /etc.
+	// Rootless, nothing was staged: the user's own files, by name.
+	// Each bind is a mount staged in the host's mount namespace while the
+	// sandbox lives: a root of countless entries must not exhaust the
+	// host's mounts (fs.mount-max). A distribution's root has about 20.
+	if len(s.binds) > MaxRootEntries {
+		return fmt.Errorf("root.path: %s has %d entries to bind (its own, and those of the directories holding a missing mount point); maka binds at most %d", r.Path, len(s.binds), MaxRootEntries)
+	}
+	var rootfd = -1
+	if staged {
+		// The staged root is maka's own path (its state directory may be
+		// reached through a system symlink such as /var/run): opened by
+		// name, its last component not followed.
+		if rootfd, err = unix.Open(from, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+			return fmt.Errorf("root scaffold for %s: %w", r.Path, err)
+		}
+		defer unix.Close(rootfd)
+	}
 	r.Binds = r.Binds[:0]
 	for _, e := range s.binds {
-		r.Binds = append(r.Binds, specs.Mount{Destination: "/" + e, Type: "bind", Source: filepath.Join(r.Path, e), Options: opts})
+		src := filepath.Join(from, e)
+		if rootfd >= 0 {
+			if src, err = op.stageEntry(rootfd, filepath.Join(r.Path, e), e, s.isDir[e]); err != nil {
+				return err
+			}
+		}
+		r.Binds = append(r.Binds, specs.Mount{Destination: "/" + e, Type: "bind", Source: src, Options: opts})
 	}
 	r.Scaffold = dir
 	CrashPoint(op.Command + ":root-built")
@@ -300,6 +340,7 @@ type scaffolder struct {
 	owner0  bool
 	covered map[string]bool
 	binds   []string
+	isDir   map[string]bool // binds that are directories
 }
 
 func (s *scaffolder) build(missing, files []string) error {
@@ -439,7 +480,24 @@ func (s *scaffolder) entry(p string) error {
 		}
 	}
 	s.binds = append(s.binds, p)
+	if fi.IsDir() {
+		if s.isDir == nil {
+			s.isDir = map[string]bool{}
+		}
+		s.isDir[p] = true
+	}
 	return nil
+}
+
+// stageEntry stages the root's entry rel (below the staged root open as
+// rootfd; path names it on the host) and returns the staged path.
+func (op *Op) stageEntry(rootfd int, path, rel string, dir bool) (string, error) {
+	h, err := OpenBeneath("root.path", path, rootfd, rel, dir)
+	if err != nil {
+		return "", err
+	}
+	defer h.Close()
+	return op.Stage(h, true)
 }
 
 // allHidden reports whether each of the entries of p is a directory a

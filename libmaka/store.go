@@ -470,6 +470,9 @@ func (l *Lock) Drop() error {
 			}
 		}
 	}
+	if err := unstage(stageDir(l.store, l.id)); err != nil {
+		return fmt.Errorf("container %s: %w", l.id, err)
+	}
 	_ = os.Remove(l.store.tempPath(l.id))
 	if err := os.Remove(l.store.recordPath(l.id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("container %s: drop record: %w", l.id, err)

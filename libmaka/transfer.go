@@ -193,23 +193,6 @@ func resolveErr(p string, err error) error {
 	return fmt.Errorf("%s: %w", p, err)
 }
 
-// openIn resolves rel (relative to root, no leading "/") with openat2 and
-// the no-follow resolve flags.
-func openIn(root int, rel string, flags uint64) (int, error) {
-	if rel == "" {
-		rel = "."
-	}
-	for {
-		fd, err := unix.Openat2(root, rel, &unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: resolveFlags})
-		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
-			// EAGAIN: a concurrent rename in the sandbox; retry as
-			// openat2(2) advises.
-			continue
-		}
-		return fd, err
-	}
-}
-
 // idMap translates between host and sandbox ids.
 type idMap []specs.LinuxIDMapping
 
@@ -290,34 +273,33 @@ func atRoot[R any](t Target, name string, f func(root int, p string) (R, error))
 
 // copyOutAt is CopyOut from an open root directory (p absolute and clean).
 func copyOutAt(root int, p string, w io.Writer, limit int64, t Target) (FileInfo, error) {
-	// O_PATH first: nothing is opened for reading (a FIFO does not block,
-	// a device's open has no effect) until the inode is known to be a
-	// regular file. The O_PATH descriptor pins that inode, so the reopen
-	// below reaches the same file whatever the sandbox does meanwhile.
-	pfd, err := openIn(root, p[1:], unix.O_PATH|unix.O_NOFOLLOW)
+	// Pinned first (hostfs.go): nothing is opened for reading (a FIFO does
+	// not block, a device's driver is not called, a proc file is not
+	// read) until the inode is known to be a regular file on a data
+	// filesystem. The O_PATH descriptor pins that inode, so the reopen
+	// reaches the same file whatever the sandbox does meanwhile.
+	x, err := pin(root, p[1:], false, resolveFlags, p)
 	if err != nil {
 		return FileInfo{}, resolveErr(p, err)
 	}
-	defer unix.Close(pfd)
-	var st unix.Stat_t
-	if err := unix.Fstat(pfd, &st); err != nil {
-		return FileInfo{}, fmt.Errorf("%s: %w", p, err)
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		// O_PATH|O_NOFOLLOW opened the link itself.
+	defer x.Close()
+	if x.typ() == unix.S_IFLNK {
+		// O_PATH|O_NOFOLLOW pinned the link itself.
 		return FileInfo{}, resolveErr(p, unix.ELOOP)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return FileInfo{}, fmt.Errorf("%s: %s, not copied: %w", p, typeName(st.Mode), ErrNotRegularFile)
+	if err := x.check("not copied"); err != nil {
+		return FileInfo{}, err
 	}
-	if st.Size > limit {
-		return FileInfo{}, &TransferTooLargeError{Path: p, Size: st.Size, Limit: limit}
+	if x.typ() != unix.S_IFREG {
+		return FileInfo{}, fmt.Errorf("%s: %s, not copied: %w", p, typeName(x.st.Mode), ErrNotRegularFile)
 	}
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if x.st.Size > limit {
+		return FileInfo{}, &TransferTooLargeError{Path: p, Size: x.st.Size, Limit: limit}
+	}
+	f, err := x.openFile("not copied")
 	if err != nil {
-		return FileInfo{}, fmt.Errorf("%s: reopen for reading: %w", p, err)
+		return FileInfo{}, err
 	}
-	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
 	n, err := io.Copy(w, io.LimitReader(f, limit))
 	if err != nil {
@@ -328,7 +310,7 @@ func copyOutAt(root int, p string, w io.Writer, limit int64, t Target) (FileInfo
 	if m, _ := f.Read(one[:]); m > 0 {
 		return FileInfo{}, &TransferTooLargeError{Path: p, Size: n + int64(m), Limit: limit}
 	}
-	return fileInfoOf(p, &st, n, t), nil
+	return fileInfoOf(p, &x.st, n, t), nil
 }
 
 func typeName(mode uint32) string {
@@ -359,20 +341,19 @@ func Stat(t Target, name string) (FileInfo, error) {
 	})
 }
 
+// statAt is Stat from an open root directory (p absolute and clean): the
+// path is pinned (hostfs.go), never opened, and a path on a kernel
+// filesystem is refused (ErrKernelFile), as every transfer refuses it.
 func statAt(root int, p string, t Target) (FileInfo, error) {
-	dir, base := spath.Split(p)
-	dfd, err := openIn(root, strings.TrimPrefix(dir, "/"), unix.O_PATH|unix.O_DIRECTORY)
+	x, err := pin(root, p[1:], false, resolveFlags, p)
 	if err != nil {
 		return FileInfo{}, resolveErr(p, err)
 	}
-	defer unix.Close(dfd)
-	if base == "" {
-		base = "."
+	defer x.Close()
+	if x.fs != "" {
+		return FileInfo{}, fmt.Errorf("%s: %s: %w", p, x.refusal(), ErrKernelFile)
 	}
-	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return FileInfo{}, fmt.Errorf("%s: %w", p, err)
-	}
+	st := x.st
 	fi := fileInfoOf(p, &st, st.Size, t)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
@@ -435,7 +416,7 @@ func copyInAt(root int, p string, r io.Reader, mode fs.FileMode, limit int64, t 
 		}
 		tmp = ".maka-cp-" + hex.EncodeToString(rnd[:])
 		err = asSandboxRoot(uid, gid, func() (e error) {
-			fd, e = unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			fd, e = createIn(dfd, tmp, 0o600)
 			return e
 		})
 		if !errors.Is(err, unix.EEXIST) {
@@ -508,25 +489,31 @@ func sandboxRootIDs(t Target, p string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
-// openWritableParent opens p's parent directory in the sandbox (O_PATH, no
-// link followed) and refuses it when it is on a read-only mount, naming
-// the path, before anything is created.
+// openWritableParent pins p's parent directory in the sandbox (O_PATH, no
+// link followed) and refuses it when it is on a kernel filesystem or a
+// read-only mount, naming the path, before anything is created. The
+// caller closes the descriptor.
 func openWritableParent(root int, p string) (int, error) {
 	dir := spath.Dir(p)
-	dfd, err := openIn(root, strings.TrimPrefix(dir, "/"), unix.O_PATH|unix.O_DIRECTORY)
+	x, err := pin(root, strings.TrimPrefix(dir, "/"), false, resolveFlags, p)
 	if err != nil {
 		return -1, resolveErr(p, err)
 	}
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(dfd, &sfs); err != nil {
-		unix.Close(dfd)
-		return -1, fmt.Errorf("%s: statfs: %w", p, err)
+	switch {
+	case x.typ() == unix.S_IFLNK:
+		err = resolveErr(p, unix.ELOOP)
+	case x.typ() != unix.S_IFDIR:
+		err = fmt.Errorf("%s: %s is %s, not a directory: %w", p, dir, typeName(x.st.Mode), unix.ENOTDIR)
+	case x.fs != "":
+		err = fmt.Errorf("%s: %s is %s; transfers write only into the sandbox's writable mounts: %w", p, dir, x.refusal(), ErrKernelFile)
+	case x.sfs.Flags&unix.ST_RDONLY != 0:
+		err = fmt.Errorf("%s: %s is on a read-only mount; transfers write only into the sandbox's writable mounts (such as /maka/work and /tmp): %w", p, dir, unix.EROFS)
 	}
-	if sfs.Flags&unix.ST_RDONLY != 0 {
-		unix.Close(dfd)
-		return -1, fmt.Errorf("%s: %s is on a read-only mount; transfers write only into the sandbox's writable mounts (such as /maka/work and /tmp): %w", p, dir, unix.EROFS)
+	if err != nil {
+		x.Close()
+		return -1, err
 	}
-	return dfd, nil
+	return x.fd, nil
 }
 
 // asSandboxRoot runs fn with the calling thread's filesystem ids switched

@@ -9,7 +9,6 @@ import (
 	"os"
 	spath "path"
 	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -89,47 +88,6 @@ func dirLimitsOf(limit int64) dirLimits {
 // beneathFlags: one component below a directory descriptor, no link.
 const beneathFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
-// openBeneath opens name, one component, relative to the directory dfd.
-func openBeneath(dfd int, name string, flags uint64) (int, error) {
-	for {
-		fd, err := unix.Openat2(dfd, name, &unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: beneathFlags})
-		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
-			continue
-		}
-		return fd, err
-	}
-}
-
-// pseudoFS names the kernel filesystem the descriptor is on when it is one
-// whose files are interfaces rather than data (reading some has effects,
-// many report no size): a transfer does not enter it.
-func pseudoFS(fd int, p string) (string, error) {
-	var s unix.Statfs_t
-	if err := unix.Fstatfs(fd, &s); err != nil {
-		return "", fmt.Errorf("%s: statfs: %w", p, err)
-	}
-	switch s.Type {
-	case unix.PROC_SUPER_MAGIC:
-		return "proc", nil
-	case unix.SYSFS_MAGIC:
-		return "sysfs", nil
-	case unix.CGROUP_SUPER_MAGIC, unix.CGROUP2_SUPER_MAGIC:
-		return "cgroup", nil
-	case unix.DEBUGFS_MAGIC, unix.TRACEFS_MAGIC, unix.SECURITYFS_MAGIC, unix.BPF_FS_MAGIC, unix.DEVPTS_SUPER_MAGIC:
-		return "a kernel interface", nil
-	}
-	return "", nil
-}
-
-// reopenDir opens the directory an O_PATH descriptor pins, for reading.
-func reopenDir(pfd int, p string) (*os.File, error) {
-	fd, err := unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%s: open directory: %w", p, err)
-	}
-	return os.NewFile(uintptr(fd), p), nil
-}
-
 // treeSink is the side a tree is written to.
 type treeSink interface {
 	// mkdir creates the directory name in parent (0700 while it is
@@ -152,16 +110,9 @@ type treeSink interface {
 // hostSink writes on the host as the caller.
 type hostSink struct{}
 
-func (hostSink) mkdir(parent int, name string) (int, error) {
-	if err := unix.Mkdirat(parent, name, 0o700); err != nil {
-		return -1, err
-	}
-	return openBeneath(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW)
-}
+func (hostSink) mkdir(parent int, name string) (int, error) { return mkdirIn(parent, name, 0o700) }
 
-func (hostSink) create(parent int, name string) (int, error) {
-	return unix.Openat(parent, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-}
+func (hostSink) create(parent int, name string) (int, error) { return createIn(parent, name, 0o600) }
 
 func (hostSink) done(fd int, perm uint32) error { return unix.Fchmod(fd, perm) }
 
@@ -178,19 +129,16 @@ func (hostSink) explain(dst string, err error) error { return fmt.Errorf("%s: cr
 type sandboxSink struct{ uid, gid int }
 
 func (s sandboxSink) mkdir(parent int, name string) (fd int, err error) {
-	err = asSandboxRoot(s.uid, s.gid, func() error {
-		if e := unix.Mkdirat(parent, name, 0o700); e != nil {
-			return e
-		}
-		fd, err = openBeneath(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW)
-		return err
+	err = asSandboxRoot(s.uid, s.gid, func() (e error) {
+		fd, e = mkdirIn(parent, name, 0o700)
+		return e
 	})
 	return fd, err
 }
 
 func (s sandboxSink) create(parent int, name string) (fd int, err error) {
 	err = asSandboxRoot(s.uid, s.gid, func() (e error) {
-		fd, e = unix.Openat(parent, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		fd, e = createIn(parent, name, 0o600)
 		return e
 	})
 	return fd, err
@@ -226,14 +174,15 @@ func (sandboxSink) explain(dst string, err error) error {
 
 // removeTree deletes name in dfd and, when it is a directory, what it
 // holds, by descriptors only: unlinkat never follows a link, and a
-// directory is entered only through openat2 with no link allowed. Errors
+// directory is entered only through openSubdir (no link, no kernel
+// filesystem). Errors
 // are ignored (best effort: what could not be removed stays).
 func removeTree(dfd int, name string, depth int) {
 	err := unix.Unlinkat(dfd, name, 0)
 	if err == nil || !errors.Is(err, unix.EISDIR) || depth > removeDepth {
 		return
 	}
-	fd, err := openBeneath(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW)
+	fd, err := openSubdir(dfd, name, name)
 	if err != nil {
 		return
 	}
@@ -346,10 +295,10 @@ func (c *treeCopy) entry(sdir int, name, p string, out int, dp string, depth int
 	if testHookEntry != nil {
 		testHookEntry(p)
 	}
-	// O_PATH|O_NOFOLLOW: a link is opened as itself (openat2 returns the
-	// link rather than failing, even with RESOLVE_NO_SYMLINKS), a FIFO
-	// does not block, a device's driver is not called.
-	pfd, err := openBeneath(sdir, name, unix.O_PATH|unix.O_NOFOLLOW)
+	// Pinned (hostfs.go) with O_NOFOLLOW: a link is pinned as itself, a
+	// FIFO does not block, a device's driver is not called, and nothing
+	// is read before its type and filesystem are known.
+	x, err := pin(sdir, name, false, beneathFlags, p)
 	if errors.Is(err, unix.ENOENT) {
 		c.skip(p, "removed during the copy")
 		return nil
@@ -357,38 +306,28 @@ func (c *treeCopy) entry(sdir int, name, p string, out int, dp string, depth int
 	if err != nil {
 		return resolveErr(p, err)
 	}
-	defer unix.Close(pfd)
-	var st unix.Stat_t
-	if err := unix.Fstat(pfd, &st); err != nil {
-		return fmt.Errorf("%s: %w", p, err)
-	}
-	perm := st.Mode & 0o777
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return c.subdir(pfd, name, p, out, dp, depth+1, perm)
-	case unix.S_IFREG:
-		return c.file(pfd, name, p, out, dp, st.Size, perm)
-	case unix.S_IFLNK:
+	defer x.Close()
+	perm := x.st.Mode & 0o777
+	switch {
+	case x.typ() == unix.S_IFLNK:
 		c.skip(p, "a symbolic link, not followed")
+	case x.refusal() != "":
+		// A FIFO, socket or device, or anything on a kernel filesystem
+		// (a mount of proc, a bind of /proc/kallsyms).
+		c.skip(p, x.refusal()+", not copied")
+	case x.typ() == unix.S_IFDIR:
+		return c.subdir(x, name, p, out, dp, depth+1, perm)
 	default:
-		c.skip(p, typeName(st.Mode)+", not copied")
+		return c.file(x, name, p, out, dp, perm)
 	}
 	return nil
 }
 
-func (c *treeCopy) subdir(pfd int, name, p string, out int, dp string, depth int, perm uint32) error {
+func (c *treeCopy) subdir(x *pinned, name, p string, out int, dp string, depth int, perm uint32) error {
 	if depth > c.lim.depth {
 		return &TransferTooLargeError{Path: p, Size: int64(depth), Limit: int64(c.lim.depth), Unit: "levels of directories"}
 	}
-	kind, err := pseudoFS(pfd, p)
-	if err != nil {
-		return err
-	}
-	if kind != "" {
-		c.skip(p, "a mount of "+kind+", not copied")
-		return nil
-	}
-	src, err := reopenDir(pfd, p)
+	src, err := x.openDir()
 	if err != nil {
 		return err
 	}
@@ -408,18 +347,17 @@ func (c *treeCopy) subdir(pfd int, name, p string, out int, dp string, depth int
 	return nil
 }
 
-func (c *treeCopy) file(pfd int, name, p string, out int, dp string, size int64, perm uint32) error {
+func (c *treeCopy) file(x *pinned, name, p string, out int, dp string, perm uint32) error {
 	room := c.lim.bytes - c.res.Bytes
-	if size > room {
-		return &TransferTooLargeError{Path: c.top, Size: c.res.Bytes + size, Limit: c.lim.bytes}
+	if x.st.Size > room {
+		return &TransferTooLargeError{Path: c.top, Size: c.res.Bytes + x.st.Size, Limit: c.lim.bytes}
 	}
-	// Reopened from the O_PATH descriptor: the same inode, whatever the
+	// Reopened from the pinned descriptor: the same inode, whatever the
 	// name has become since.
-	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	in, err := x.openFile("not copied")
 	if err != nil {
-		return fmt.Errorf("%s: reopen for reading: %w", p, err)
+		return err
 	}
-	in := os.NewFile(uintptr(rfd), p)
 	defer in.Close()
 	wfd, err := c.sink.create(out, name)
 	if err != nil {
@@ -464,28 +402,18 @@ func CopyDirOut(t Target, name string, dst string, limit int64) (DirResult, erro
 // copyDirOutAt is CopyDirOut from an open root directory (p absolute and
 // clean).
 func copyDirOutAt(root int, p string, dst string, lim dirLimits) (DirResult, error) {
-	pfd, err := openIn(root, p[1:], unix.O_PATH|unix.O_NOFOLLOW)
+	x, err := pin(root, p[1:], false, resolveFlags, p)
 	if err != nil {
 		return DirResult{}, resolveErr(p, err)
 	}
-	defer unix.Close(pfd)
-	var st unix.Stat_t
-	if err := unix.Fstat(pfd, &st); err != nil {
-		return DirResult{}, fmt.Errorf("%s: %w", p, err)
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+	defer x.Close()
+	if x.typ() == unix.S_IFLNK {
 		return DirResult{}, resolveErr(p, unix.ELOOP)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return DirResult{}, fmt.Errorf("%s: %s, not a directory: %w", p, typeName(st.Mode), unix.ENOTDIR)
+	if x.typ() != unix.S_IFDIR {
+		return DirResult{}, fmt.Errorf("%s: %s, not a directory: %w", p, typeName(x.st.Mode), unix.ENOTDIR)
 	}
-	if kind, err := pseudoFS(pfd, p); err != nil || kind != "" {
-		if err == nil {
-			err = fmt.Errorf("%s: a mount of %s, not copied", p, kind)
-		}
-		return DirResult{}, err
-	}
-	src, err := reopenDir(pfd, p)
+	src, err := x.openDir()
 	if err != nil {
 		return DirResult{}, err
 	}
@@ -500,13 +428,36 @@ func copyDirOutAt(root int, p string, dst string, lim dirLimits) (DirResult, err
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return DirResult{}, fmt.Errorf("%s: %w", dst, unwrapPathError(err))
 	}
-	parent, err := unix.Open(filepath.Dir(dst), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	parent, err := hostParent(dst)
 	if err != nil {
-		return DirResult{}, fmt.Errorf("%s: parent directory %s: %w", dst, filepath.Dir(dst), err)
+		return DirResult{}, err
 	}
-	defer unix.Close(parent)
+	defer parent.Close()
+	perm := x.st.Mode & 0o777
 	c := &treeCopy{lim: lim, top: p, sink: hostSink{}}
-	return c.run(src, parent, dst, st.Mode&0o777)
+	return c.run(src, parent.fd, dst, perm)
+}
+
+// hostParent pins the caller's host path dst's parent directory (resolved
+// as the host resolves it), refusing one on a kernel filesystem: a copy
+// out never writes into one.
+func hostParent(dst string) (*pinned, error) {
+	dir := filepath.Dir(dst)
+	x, err := pin(unix.AT_FDCWD, dir, true, unix.RESOLVE_NO_MAGICLINKS, dst)
+	if err != nil {
+		return nil, fmt.Errorf("%s: parent directory %s: %w", dst, dir, err)
+	}
+	switch {
+	case x.typ() != unix.S_IFDIR:
+		err = fmt.Errorf("%s: parent directory %s: %s: %w", dst, dir, typeName(x.st.Mode), unix.ENOTDIR)
+	case x.fs != "":
+		err = fmt.Errorf("%s: parent directory %s is %s, not written: %w", dst, dir, x.refusal(), ErrKernelFile)
+	}
+	if err != nil {
+		x.Close()
+		return nil, err
+	}
+	return x, nil
 }
 
 // CopyDirIn copies the host's directory src to name in the sandbox
@@ -540,25 +491,21 @@ func copyDirInAt(root int, src string, p string, lim dirLimits, t Target) (DirRe
 	if err != nil {
 		return DirResult{}, err
 	}
-	sfd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	// The caller's own path, resolved as the host resolves it, but
+	// pinned and checked before it is opened (hostfs.go).
+	x, err := pin(unix.AT_FDCWD, src, true, unix.RESOLVE_NO_MAGICLINKS, src)
 	if err != nil {
-		if errors.Is(err, unix.ENOTDIR) {
-			return DirResult{}, fmt.Errorf("%s: not a directory: %w", src, err)
-		}
-		return DirResult{}, fmt.Errorf("%s: %w", src, err)
+		return DirResult{}, resolveErr(src, err)
 	}
-	srcf := os.NewFile(uintptr(sfd), src)
-	defer srcf.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(sfd, &st); err != nil {
-		return DirResult{}, fmt.Errorf("%s: %w", src, err)
+	defer x.Close()
+	if x.typ() != unix.S_IFDIR {
+		return DirResult{}, fmt.Errorf("%s: not a directory: %w", src, unix.ENOTDIR)
 	}
-	if kind, err := pseudoFS(sfd, src); err != nil || kind != "" {
-		if err == nil {
-			err = fmt.Errorf("%s: a mount of %s, not copied", src, kind)
-		}
+	srcf, err := x.openDir()
+	if err != nil {
 		return DirResult{}, err
 	}
+	defer srcf.Close()
 
 	dfd, err := openWritableParent(root, p)
 	if err != nil {
@@ -577,7 +524,7 @@ func copyDirInAt(root int, src string, p string, lim dirLimits, t Target) (DirRe
 		return DirResult{}, fmt.Errorf("%s: exists (%s, not replaced); a directory is copied in as a new directory: %w", p, kind, unix.EEXIST)
 	}
 	c := &treeCopy{lim: lim, top: src, sink: sandboxSink{uid: uid, gid: gid}}
-	return c.run(srcf, dfd, p, st.Mode&0o777)
+	return c.run(srcf, dfd, p, x.st.Mode&0o777)
 }
 
 // unwrapPathError drops *fs.PathError's operation and path: the caller

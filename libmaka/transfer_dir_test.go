@@ -491,7 +491,7 @@ func TestCopyDirOutDestination(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(hostRoot)
-	if _, err := copyDirOutAt(hostRoot, "/proc", filepath.Join(host, "o"), defDirLimits()); err == nil || !strings.Contains(err.Error(), "/proc: a mount of proc, not copied") {
+	if _, err := copyDirOutAt(hostRoot, "/proc", filepath.Join(host, "o"), defDirLimits()); err == nil || !strings.Contains(err.Error(), "/proc: on a kernel filesystem (proc), not copied") {
 		t.Errorf("/proc: %v", err)
 	}
 	noTemps(t, host)

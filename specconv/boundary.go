@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/opencontainers/cgroups/devices/config"
+	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -202,9 +204,12 @@ var (
 	}
 	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 	// Devices every container has (libcontainer creates them anyway).
+	// Not /dev/console (c 5:1): that node is the host's system console. A
+	// sandbox with a terminal gets its own: libcontainer mounts the
+	// sandbox's pty at /dev/console (a pts, c 136:*).
 	standardDeviceNodes = map[string]deviceNode{
 		"/dev/null": {"c", 1, 3}, "/dev/zero": {"c", 1, 5}, "/dev/full": {"c", 1, 7}, "/dev/random": {"c", 1, 8},
-		"/dev/urandom": {"c", 1, 9}, "/dev/tty": {"c", 5, 0}, "/dev/console": {"c", 5, 1}, "/dev/ptmx": {"c", 5, 2},
+		"/dev/urandom": {"c", 1, 9}, "/dev/tty": {"c", 5, 0}, "/dev/ptmx": {"c", 5, 2},
 	}
 	// Namespaces that must be private (network is governed by the network mode).
 	mandatoryNamespaces = []specs.LinuxNamespaceType{specs.PIDNamespace, specs.MountNamespace, specs.IPCNamespace, specs.UTSNamespace}
@@ -218,6 +223,30 @@ var (
 )
 
 const defaultCPUPeriod = 100000
+
+// runc's converter appends rules of its own to every container's device
+// cgroup (rspecconv.AllowedDevices): mknod of any character and block
+// device (c *:* m, b *:* m) and the tun device (c 10:200 rwm), none of
+// which config.json says or the Boundary shows. maka removes those three
+// rather than listing them in the Boundary: the devices a sandbox has are
+// the standard ones, its pts and what linux.devices declares (which the
+// policy allows by name and CheckHost compares with the host's node), and
+// each of those comes with its node already made, so the sandbox never
+// needs to make one: a node it made in a writable bind (c 8:0, the host's
+// disk) would wait there for anyone whose device cgroup lets them open it.
+// tun without mknod is a rule for a node the sandbox cannot have. The
+// rules for the standard nodes and the pts stay (they are the standard
+// devices'). Podman's, containerd's and the CRI's default containers
+// make no device nodes.
+func init() {
+	rspecconv.AllowedDevices = slices.DeleteFunc(rspecconv.AllowedDevices, implicitDeviceRule)
+}
+
+// implicitDeviceRule: one of runc's rules that stand for no standard node.
+func implicitDeviceRule(d *config.Device) bool {
+	r := d.Rule
+	return d.Path == "" && (r.Major == config.Wildcard || (r.Type == config.CharDevice && r.Major == 10 && r.Minor == 200))
+}
 
 // ToBoundary compiles spec under policy: it checks every item against the
 // whitelist (all offending items at once, each naming its field), then
@@ -524,9 +553,10 @@ func (c *checker) checkBind(field string, m *specs.Mount) {
 		c.reject(field+".source", "", "bind source %q is not an absolute host path", m.Source)
 		return
 	}
-	rule := c.policy.BindRule(src)
+	owner := libmaka.BindOwnerOf("", c.spec.Annotations)
+	rule := c.policy.BindRule(src, owner)
 	switch {
-	case rule == "" && c.policy.BindRule(filepath.Dir(src)+"/x") == "" && isSensitive(c.policy, src):
+	case rule == "" && c.policy.BindRule(filepath.Dir(src)+"/x", owner) == "" && isSensitive(c.policy, src):
 		c.reject(field+".source", "", "binding the host path %s is never allowed: it is (or holds) a sensitive host path", src)
 	case rule == "":
 		mode := "ro"
@@ -551,7 +581,7 @@ func (c *checker) checkBind(field string, m *specs.Mount) {
 func isSensitive(p *libmaka.Policy, path string) bool {
 	probe := *p
 	probe.BindPaths = []libmaka.PathRule{{Path: "/", Mode: "rw"}}
-	return probe.BindRule(path) == ""
+	return probe.BindRule(path, libmaka.BindOwner{}) == ""
 }
 
 // systemMountPlaces is where each system filesystem may be mounted: a
@@ -676,9 +706,16 @@ func (c *checker) checkLimits() {
 	f := limitFields{
 		memory: "linux.resources.memory.limit", swap: "linux.resources.memory.swap",
 		pids: "linux.resources.pids.limit", quota: "linux.resources.cpu.quota", period: "linux.resources.cpu.period",
-		reservation: "linux.resources.memory.reservation",
+		reservation: "linux.resources.memory.reservation", burst: "linux.resources.cpu.burst",
 	}
 	c.foldUnified(r, &f)
+	c.checkLimitValues(r, f)
+}
+
+// checkLimitValues holds r's limits (unified already folded) to the
+// policy, filling in its defaults where r is silent: create's config.json
+// and update's values after the contract's (CheckUpdate) alike.
+func (c *checker) checkLimitValues(r *specs.LinuxResources, f limitFields) {
 	def, max := c.policy.DefaultLimits, c.policy.MaxLimits
 	switch {
 	case r.Memory.Limit == nil || *r.Memory.Limit == 0:
@@ -687,6 +724,11 @@ func (c *checker) checkLimits() {
 	case *r.Memory.Limit < 0 && max.Memory > 0:
 		c.reject(f.memory, `"maxLimits": {"memory": 0}`,
 			"unlimited memory is not allowed by %s (largest: %s)", c.profile(), libmaka.FormatSize(max.Memory))
+	case *r.Memory.Limit < 0 && max.Swap >= 0:
+		// The kernel's swap limit is written only with a memory limit
+		// (libcontainer): unlimited memory would lift the swap ceiling.
+		c.reject(f.memory, `"maxLimits": {"swap": -1}`,
+			"unlimited memory would lift the swap ceiling of %s (largest swap: %s): swap is bounded only with a memory limit", c.profile(), libmaka.FormatSize(max.Swap))
 	case max.Memory > 0 && *r.Memory.Limit > max.Memory:
 		c.reject(f.memory, fmt.Sprintf(`"maxLimits": {"memory": %d}`, *r.Memory.Limit),
 			"%s exceeds the largest memory allowed by %s (%s)", libmaka.FormatSize(*r.Memory.Limit), c.profile(), libmaka.FormatSize(max.Memory))
@@ -713,7 +755,9 @@ func (c *checker) checkLimits() {
 		r.Memory.Swap = &v
 	case *sw == -1 && max.Swap >= 0:
 		c.reject(f.swap, `"maxLimits": {"swap": -1}`, "unlimited swap is not allowed by %s (largest: %s)", c.profile(), libmaka.FormatSize(max.Swap))
-	case *sw < -1 || (*sw >= 0 && *sw < mem):
+	case *sw < -1:
+		c.reject(f.swap, "", "%d is negative (-1 means unlimited swap)", *sw)
+	case *sw >= 0 && *sw < mem:
 		c.reject(f.swap, "", "%d is less than the memory limit %d: OCI's swap is memory plus swap", *sw, mem)
 	case *sw > 0 && max.Swap >= 0 && *sw-mem > max.Swap:
 		c.reject(f.swap, fmt.Sprintf(`"maxLimits": {"swap": %d}`, *sw-mem),
@@ -794,12 +838,12 @@ func (c *checker) checkLimits() {
 		quota := *r.CPU.Quota
 		switch {
 		case quota == 0:
-			c.reject("linux.resources.cpu.burst", "", "a burst needs a CPU quota")
+			c.reject(f.burst, "", "a burst needs a CPU quota")
 		case *bu > uint64(quota):
-			c.reject("linux.resources.cpu.burst", "", "%d µs is above the quota (%d µs): the kernel allows at most the quota", *bu, quota)
+			c.reject(f.burst, "", "the burst (%d µs) is above the quota (%d µs): the kernel allows at most the quota", *bu, quota)
 		case max.Cpus > 0 && float64(uint64(quota)+*bu)/period > max.Cpus+1e-9:
 			cpus := float64(uint64(quota)+*bu) / period
-			c.reject("linux.resources.cpu.burst", fmt.Sprintf(`"maxLimits": {"cpus": %g}`, cpus),
+			c.reject(f.burst, fmt.Sprintf(`"maxLimits": {"cpus": %g}`, cpus),
 				"quota and burst make %g CPUs in one period, more than %s allows (%g)", cpus, c.profile(), max.Cpus)
 		}
 	}
@@ -809,7 +853,7 @@ func (c *checker) checkLimits() {
 }
 
 // limitFields names the config.json field each limit was read from.
-type limitFields struct{ memory, swap, pids, quota, period, reservation string }
+type limitFields struct{ memory, swap, pids, quota, period, reservation, burst string }
 
 // unifiedKeys are the cgroup v2 files linux.resources.unified may set:
 // each is read as the field it is (cpu.max, memory.max, memory.swap.max,
@@ -1021,18 +1065,39 @@ func union(a, b []string) []string {
 	return out
 }
 
-func (c *checker) checkHooks() {
-	h := c.spec.Hooks
-	if h == nil || c.policy.Hooks {
-		return
-	}
-	for _, kind := range []struct {
+// hookKinds are config.json's hooks by kind, in the order they run.
+func hookKinds(h *specs.Hooks) []struct {
+	name  string
+	hooks []specs.Hook
+} {
+	return []struct {
 		name  string
 		hooks []specs.Hook
 	}{{"prestart", h.Prestart}, {"createRuntime", h.CreateRuntime}, {"createContainer", h.CreateContainer},
-		{"startContainer", h.StartContainer}, {"poststart", h.Poststart}, {"poststop", h.Poststop}} {
+		{"startContainer", h.StartContainer}, {"poststart", h.Poststart}, {"poststop", h.Poststop}}
+}
+
+// checkHooks: a hook runs on the host as maka's user (root), so each one
+// must be an executable the policy lists by path (hookPaths); hooks: true
+// alone allows none. startContainer hooks run inside the sandbox (after
+// its root is entered, the path is the sandbox's): hooks: true allows them.
+func (c *checker) checkHooks() {
+	h := c.spec.Hooks
+	if h == nil {
+		return
+	}
+	for _, kind := range hookKinds(h) {
 		for i, hk := range kind.hooks {
-			c.reject(fmt.Sprintf("hooks.%s[%d]", kind.name, i), `"hooks": true`, "the hook %s is not allowed by %s (hooks run on the host)", hk.Path, c.profile())
+			field := fmt.Sprintf("hooks.%s[%d].path", kind.name, i)
+			listed := filepath.IsAbs(hk.Path) && slices.Contains(c.policy.HookPaths, hk.Path)
+			switch {
+			case !c.policy.Hooks && kind.name == "startContainer":
+				c.reject(field, `"hooks": true`, "the hook %s is not allowed by %s (hooks are refused)", hk.Path, c.profile())
+			case !c.policy.Hooks:
+				c.reject(field, fmt.Sprintf(`"hooks": true, "hookPaths": [..., %q]`, hk.Path), "the hook %s is not allowed by %s (hooks run on the host as root)", hk.Path, c.profile())
+			case kind.name != "startContainer" && !listed:
+				c.reject(field, fmt.Sprintf(`"hookPaths": [..., %q]`, hk.Path), "the hook %s is not one %s lists in hookPaths: a hook runs on the host as root, so only executables the policy names may run", hk.Path, c.profile())
+			}
 		}
 	}
 }
@@ -1139,7 +1204,14 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 			n, _ := strconv.ParseUint(v, 10, 64)
 			b.Cgroup.CPUWeight = &n
 		}
-		b.Cgroup.BlockIO, b.Cgroup.HugepageLimits, b.Cgroup.Rdma, b.Cgroup.Devices = r.BlockIO, r.HugepageLimits, r.Rdma, r.Devices
+		b.Cgroup.BlockIO, b.Cgroup.HugepageLimits, b.Cgroup.Rdma = r.BlockIO, r.HugepageLimits, r.Rdma
+		for _, d := range r.Devices {
+			if ConsoleRule(d) {
+				b.Cgroup.DevicesDropped = append(b.Cgroup.DevicesDropped, d)
+			} else {
+				b.Cgroup.Devices = append(b.Cgroup.Devices, d)
+			}
+		}
 	}
 	p := s.Process
 	b.Process = libmaka.Process{

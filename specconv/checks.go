@@ -1,6 +1,7 @@
 package specconv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -115,14 +117,59 @@ func (c *checker) checkCgroup() {
 
 // Place fixes the sandbox's cgroup once its id is known: config.json's
 // cgroupsPath (b.Cgroup.Path as compiled) when the policy allows it
-// (checked again), else /maka/<id>.
+// (checked again), else /maka/<id>. It also checks every bind source again
+// with the id: a rule with {id} allowed any one name until now.
 func Place(b *libmaka.Boundary, policy *libmaka.Policy, id string) error {
+	if err := checkOwnBinds(b, policy, id); err != nil {
+		return err
+	}
 	p, err := policy.CgroupPath(id, b.Cgroup.Path)
 	if err != nil {
 		return err
 	}
 	b.Cgroup.Path = p
 	return nil
+}
+
+// checkOwnBinds holds each bind source (as CheckHost resolved it) to the
+// policy's rules for container id: a bindPaths rule with a placeholder
+// allows only this container's (or its pod's) own directory.
+func checkOwnBinds(b *libmaka.Boundary, policy *libmaka.Policy, id string) error {
+	owner := libmaka.BindOwnerOf(id, b.Annotations)
+	var items []Item
+	for i := range b.Mounts {
+		m := &b.Mounts[i]
+		if !IsBind(m) {
+			continue
+		}
+		switch policy.BindRule(m.Source, owner) {
+		case "":
+			items = append(items, Item{Field: fmt.Sprintf("mounts[%d].source", i),
+				Message: fmt.Sprintf("binding the host path %s is not allowed by profile %s for container %s: it is not this container's own (%s)", m.Source, policy.Profile, id, ownerString(owner))})
+		case "ro":
+			if !isReadonly(m) {
+				items = append(items, Item{Field: fmt.Sprintf("mounts[%d].options", i),
+					Message: fmt.Sprintf("%s may only be bound read-only by profile %s (add \"ro\" to the options)", m.Source, policy.Profile)})
+			}
+		}
+	}
+	if len(items) > 0 {
+		return &RejectedError{Verdict: Verdict{Profile: policy.Profile, Items: items}}
+	}
+	return nil
+}
+
+// ownerString says what a {placeholder} stood for.
+func ownerString(o libmaka.BindOwner) string {
+	s := "{id} " + o.ID
+	for _, v := range []struct{ name, v string }{{"{sandbox-id}", o.SandboxID}, {"{pod-uid}", o.PodUID}} {
+		if v.v == "" {
+			s += ", no " + v.name
+		} else {
+			s += ", " + v.name + " " + v.v
+		}
+	}
+	return s
 }
 
 // deviceNode is a device's type ("c" or "b") and numbers (minor -1: any).
@@ -153,8 +200,8 @@ func (c *checker) checkDeviceRules() {
 		}
 	}
 	for i, d := range l.Resources.Devices {
-		if !d.Allow {
-			continue
+		if !d.Allow || ConsoleRule(d) {
+			continue // a console rule is dropped (ToBoundary), never granted
 		}
 		field := fmt.Sprintf("linux.resources.devices[%d]", i)
 		if d.Type == "" || d.Type == "a" || d.Major == nil || *d.Major < 0 {
@@ -174,6 +221,17 @@ func (c *checker) checkDeviceRules() {
 				d.Type, *d.Major, minorString(minor), c.profile())
 		}
 	}
+}
+
+// ConsoleRule reports whether d is an allow rule for the host's system
+// console (c 5:1) alone, which containerd's default spec grants every
+// container. No sandbox has that node (a terminal is its own pty, bound
+// at /dev/console), so the rule could only serve a node the sandbox made
+// itself: the host's console. It is dropped from the device cgroup and
+// shown as dropped in the Boundary, rather than refused, so that an
+// engine's default container still runs.
+func ConsoleRule(d specs.LinuxDeviceCgroup) bool {
+	return d.Allow && d.Type == "c" && d.Major != nil && *d.Major == 5 && d.Minor != nil && *d.Minor == 1
 }
 
 func minorString(m int64) string {
@@ -303,4 +361,112 @@ func readonlyOptions(opts []string) bool {
 		}
 	}
 	return ro
+}
+
+// checkHostRules checks on the host what the policy's hook and cgroup
+// rules depend on (CheckHost's step, at create): each hook that runs on
+// the host (checkHostHooks) and the cgroup the sandbox is placed in
+// (checkHostCgroup).
+func checkHostRules(b *libmaka.Boundary, reject func(field, format string, args ...any)) {
+	checkHostHooks(b, reject)
+	checkHostCgroup(b, reject)
+}
+
+// checkHostHooks: a listed hook runs by its name as host root, so the name
+// must stay the file the policy's author meant. The executable and every
+// directory on its way (symlinks resolved) belong to root (or to maka's
+// own user) and nobody else may write them (a sticky directory, /tmp, only
+// keeps what others own out: the entry below it must be root's), so no
+// other user can swap it between this check and its run.
+func checkHostHooks(b *libmaka.Boundary, reject func(field, format string, args ...any)) {
+	if b.Hooks == nil {
+		return
+	}
+	for _, kind := range hookKinds(b.Hooks) {
+		if kind.name == "startContainer" {
+			continue // the sandbox's own path
+		}
+		for i, hk := range kind.hooks {
+			if err := trustedExecutable(hk.Path); err != nil {
+				reject(fmt.Sprintf("hooks.%s[%d].path", kind.name, i), "%s: %v", hk.Path, err)
+			}
+		}
+	}
+}
+
+// trustedExecutable reports why path is not an executable only root (or
+// maka's own user) could have put there.
+func trustedExecutable(path string) error {
+	resolved, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return errors.New(describePathError(err))
+	}
+	own := uint32(os.Geteuid())
+	dir := "/"
+	for _, c := range strings.Split(strings.TrimPrefix(resolved, "/"), "/") {
+		var st syscall.Stat_t
+		if err := syscall.Stat(dir, &st); err != nil {
+			return errors.New(describePathError(err))
+		}
+		if st.Uid != 0 && st.Uid != own {
+			return fmt.Errorf("the directory %s belongs to uid %d: only root's files may run as a hook", dir, st.Uid)
+		}
+		if st.Mode&0o022 != 0 && st.Mode&syscall.S_ISVTX == 0 {
+			return fmt.Errorf("the directory %s is writable by others (mode %o): its entries could be swapped", dir, st.Mode&0o7777)
+		}
+		dir = filepath.Join(dir, c)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(resolved, &st); err != nil {
+		return errors.New(describePathError(err))
+	}
+	switch {
+	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
+		return fmt.Errorf("%s is not a regular file", resolved)
+	case st.Uid != 0 && st.Uid != own:
+		return fmt.Errorf("%s belongs to uid %d: only root's files may run as a hook", resolved, st.Uid)
+	case st.Mode&0o022 != 0:
+		return fmt.Errorf("%s is writable by others (mode %o)", resolved, st.Mode&0o7777)
+	case st.Mode&0o111 == 0:
+		return fmt.Errorf("%s is not executable", resolved)
+	}
+	return nil
+}
+
+// cgroupRoot is where the cgroup v2 hierarchy is mounted (a test's
+// directory in unit tests).
+var cgroupRoot = "/sys/fs/cgroup"
+
+// checkHostCgroup: the sandbox's cgroup may not lie inside a cgroup that
+// holds processes (another sandbox, a pod's container, a service): its
+// limits would be spent by the newcomer, and its processes share the
+// newcomer's. Nor may it be one that already holds processes. Every
+// existing cgroup from the target up to the hierarchy's root is read.
+func checkHostCgroup(b *libmaka.Boundary, reject func(field, format string, args ...any)) {
+	p := b.Cgroup.Path
+	// (A name holding ".." is a name: the shape check refuses ".."
+	// components, and Clean below only shortens the walk up.)
+	if p == "" || !filepath.IsAbs(p) {
+		return // maka's own (Place), or refused by its shape
+	}
+	for d := filepath.Clean(p); d != "/"; d = filepath.Dir(d) {
+		n, err := cgroupProcs(filepath.Join(cgroupRoot, d))
+		if err != nil {
+			continue // not made yet (libcontainer makes it)
+		}
+		if n > 0 && d == filepath.Clean(p) {
+			reject("linux.cgroupsPath", "%s already holds %d process(es): a sandbox gets a cgroup of its own", p, n)
+		} else if n > 0 {
+			reject("linux.cgroupsPath", "%s is inside %s, which holds %d process(es) (another sandbox or a service): a sandbox may not spend another's limits", p, d, n)
+		}
+	}
+}
+
+// cgroupProcs counts the processes directly in the cgroup dir.
+func cgroupProcs(dir string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return 0, err
+	}
+	return len(strings.Fields(string(data))), nil
 }

@@ -68,7 +68,7 @@ var fieldClasses = []FieldClass{
 	{"mounts.options", Modelled, false, "an allowlist: flags that narrow, private or slave propagation, and per type the data options (tmpfs size, nr_blocks, nr_inodes bounded); one option per entry"},
 	{"mounts.uidMappings", Refused, true, "a mount's own mapping; the idmap and ridmap options map a bind through the sandbox's"},
 	{"mounts.gidMappings", Refused, true, "as mounts.uidMappings"},
-	{"hooks", Modelled, true, "run on the host: only with the policy's hooks"},
+	{"hooks", Modelled, true, "run on the host: only executables the policy lists (hookPaths)"},
 	{"annotations", Modelled, false, "org.maka.* are read and checked; the others are kept as the container's labels"},
 	{"linux", Modelled, false, ""},
 	{"linux.uidMappings", Modelled, true, "a user namespace's own mapping: each range must lie in one the policy delegates (delegatedIDs), outside maka's pool, the host's root and every host account; without one, maka leases a block from its pool"},

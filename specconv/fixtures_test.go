@@ -172,6 +172,7 @@ func widen(t *testing.T, p *libmaka.Policy, it Item) {
 	}
 	p.WritableRootfs = p.WritableRootfs || q.WritableRootfs
 	p.Hooks = p.Hooks || q.Hooks
+	p.HookPaths = union(p.HookPaths, q.HookPaths)
 	if strings.HasPrefix(it.Allow, `"maxLimits"`) {
 		for _, l := range []struct{ dst, src *int64 }{{&p.MaxLimits.Memory, &q.MaxLimits.Memory}, {&p.MaxLimits.Pids, &q.MaxLimits.Pids}, {&p.MaxLimits.TmpfsSize, &q.MaxLimits.TmpfsSize}, {&p.MaxLimits.Timeout, &q.MaxLimits.Timeout}} {
 			if *l.src > *l.dst {

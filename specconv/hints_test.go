@@ -128,7 +128,7 @@ func TestRejectionHintsAreCompleteEdits(t *testing.T) {
 		{"sysctl", `{"profile": "restricted"}`, `linux.sysctl["net.ipv4.ip_forward"]`, "sysctls", func(s *specs.Spec) {
 			s.Linux.Sysctl = map[string]string{"net.ipv4.ip_forward": "1"}
 		}},
-		{"hook", `{"profile": "restricted"}`, "hooks.prestart[0]", "hooks", func(s *specs.Spec) {
+		{"hook", `{"profile": "baseline"}`, "hooks.prestart[0].path", "hookPaths", func(s *specs.Spec) {
 			s.Hooks = &specs.Hooks{Prestart: []specs.Hook{{Path: "/bin/true"}}}
 		}},
 		{"memory", `{"profile": "restricted"}`, "linux.resources.memory.limit", "maxLimits.memory", func(s *specs.Spec) {

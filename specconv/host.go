@@ -53,7 +53,7 @@ func CheckHost(b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []
 			reject(field, "%s: %v", m.Source, describePathError(err))
 			continue
 		}
-		switch rule := policy.BindRule(resolved); {
+		switch rule := policy.BindRule(resolved, libmaka.BindOwnerOf("", b.Annotations)); {
 		case isNever(resolved, never):
 			reject(field, "%s is maka's own state: no sandbox may bind it", resolved)
 		case resolved != filepath.Clean(m.Source) && (rule == "" || (rule == "ro" && !isReadonly(m))):
@@ -91,6 +91,7 @@ func CheckHost(b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []
 		}
 	}
 	checkHostUsers(b, policy, reject)
+	checkHostRules(b, reject)
 	summariseMounts(b) // with the resolved sources
 	if len(items) > 0 {
 		return &RejectedError{Verdict: Verdict{Profile: policy.Profile, Items: items}}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"math"
 	"os"
@@ -148,19 +149,83 @@ func validateProcess(field string, p *specs.Process) []string {
 		name, _, ok := strings.Cut(kv, "=")
 		switch {
 		case !ok:
-			errs = append(errs, fmt.Sprintf("%s.env[%d]: %q is not NAME=value", field, i, kv))
+			errs = append(errs, fmt.Sprintf("%s.env[%d]: %q is not NAME=value", field, i, clip(kv)))
 		case name == "":
-			errs = append(errs, fmt.Sprintf("%s.env[%d]: %q has an empty name", field, i, kv))
+			errs = append(errs, fmt.Sprintf("%s.env[%d]: %q has an empty name", field, i, clip(kv)))
 		case strings.IndexByte(kv, 0) >= 0:
-			errs = append(errs, fmt.Sprintf("%s.env[%d]: the variable %q contains a NUL byte", field, i, name))
+			errs = append(errs, fmt.Sprintf("%s.env[%d]: the variable %q contains a NUL byte", field, i, clip(name)))
 		}
 	}
+	errs = append(errs, execveLimits(field, p)...)
 	for i, rl := range p.Rlimits {
 		if _, ok := rlimitTypes[rl.Type]; !ok {
 			errs = append(errs, fmt.Sprintf("%s.rlimits[%d].type: unknown rlimit %q", field, i, rl.Type))
 		}
 	}
 	return errs
+}
+
+// execve's own limits (fs/exec.c): no argument or variable longer than
+// MAX_ARG_STRLEN (32 pages, its NUL included), and the strings with their
+// pointers within a quarter of the stack limit the process starts with,
+// never more than 6 MiB (_STK_LIM / 4 * 3) and never less than 128 KiB.
+// Past them the process cannot start: libcontainer would fail with E2BIG
+// inside the init, after the cgroup and namespaces exist.
+const (
+	maxArgStrlen = 32 * 4096
+	maxArgBytes  = 6 << 20
+	minArgBytes  = 32 * 4096
+)
+
+// ownStackLimit is the soft stack limit the init inherits from maka when
+// process.rlimits sets none (a variable for the tests).
+var ownStackLimit = func() uint64 {
+	var r unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_STACK, &r) != nil {
+		return 8 << 20
+	}
+	return r.Cur
+}
+
+func execveLimits(field string, p *specs.Process) []string {
+	var errs []string
+	stack, from := ownStackLimit(), "maka's own, which the process inherits"
+	for _, rl := range p.Rlimits {
+		if rl.Type == "RLIMIT_STACK" {
+			stack, from = rl.Soft, "process.rlimits"
+		}
+	}
+	limit := uint64(maxArgBytes)
+	if stack/4 < limit {
+		limit = max(stack/4, minArgBytes)
+	}
+	total := uint64(8 * (max(len(p.Args), 1) + len(p.Env)))
+	for i, a := range p.Args {
+		total += uint64(len(a) + 1)
+		if len(a)+1 > maxArgStrlen {
+			errs = append(errs, fmt.Sprintf("%s.args[%d]: %d bytes; execve takes at most %d per argument", field, i, len(a), maxArgStrlen-1))
+		}
+	}
+	for i, kv := range p.Env {
+		total += uint64(len(kv) + 1)
+		if len(kv)+1 > maxArgStrlen {
+			name, _, _ := strings.Cut(kv, "=")
+			errs = append(errs, fmt.Sprintf("%s.env[%d]: the variable %q is %d bytes; execve takes at most %d per variable", field, i, clip(name), len(kv), maxArgStrlen-1))
+		}
+	}
+	if total > limit {
+		errs = append(errs, fmt.Sprintf("%s.args: the arguments and environment take %d bytes; execve takes at most %d with a stack limit of %d (%s)", field, total, limit, stack, from))
+	}
+	return errs
+}
+
+// clip shortens a value config.json chose before an error quotes it.
+func clip(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // Options are the runtime's choices that config.json does not make.
@@ -174,6 +239,10 @@ type Options struct {
 	// nodes bound from the host, with the host's permissions): every
 	// other cgroup write fails the create, so limits hold.
 	Rootless bool
+	// Staged are the mounts staged from the checked descriptors of the
+	// root, the bind sources and the namespace paths (nil: the Boundary's
+	// paths, as checked; rootless).
+	Staged *libmaka.Staged
 }
 
 // Converted is a container configuration ready for libcontainer, plus the
@@ -195,7 +264,7 @@ func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
 	if b.Rootfs.Scaffolded() && b.Rootfs.Scaffold == "" {
 		return nil, errors.New("the sandbox's root has no scaffold yet: it is built at create (libmaka.Op.BuildRoot)")
 	}
-	spec, err := SpecOf(b)
+	spec, err := specOf(b, opts.Staged)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +289,13 @@ func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
 
 // SpecOf is the OCI document a Boundary stands for: what runc's converter
 // reads. Only the Boundary's fields are read.
-func SpecOf(b *libmaka.Boundary) (*specs.Spec, error) {
+func SpecOf(b *libmaka.Boundary) (*specs.Spec, error) { return specOf(b, nil) }
+
+// specOf is SpecOf with the staged paths (libmaka.Op.StageBoundary) in
+// place of the root, the bind sources and the namespace paths, when
+// staged is set: libcontainer never sees a host path by the name someone
+// else could swap.
+func specOf(b *libmaka.Boundary, staged *libmaka.Staged) (*specs.Spec, error) {
 	if !filepath.IsAbs(b.Rootfs.Path) {
 		return nil, fmt.Errorf("root.path %q: the boundary's root must be an absolute path", b.Rootfs.Path)
 	}
@@ -229,10 +304,18 @@ func SpecOf(b *libmaka.Boundary) (*specs.Spec, error) {
 	}
 	// An assembled root: the scaffold stands for the root, the root's
 	// entries bound into it before any other mount.
-	root, mounts := b.Rootfs.Path, b.Mounts
+	root, mounts := b.Rootfs.Path, slices.Clone(b.Mounts)
+	if staged != nil {
+		root = staged.Root
+		for i, src := range staged.Mounts {
+			if i < len(mounts) {
+				mounts[i].Source = src
+			}
+		}
+	}
 	if b.Rootfs.Scaffold != "" {
 		root = b.Rootfs.Scaffold
-		mounts = append(slices.Clone(b.Rootfs.Binds), b.Mounts...)
+		mounts = append(slices.Clone(b.Rootfs.Binds), mounts...)
 	}
 	spec := &specs.Spec{
 		Version:     specs.Version,
@@ -257,8 +340,12 @@ func SpecOf(b *libmaka.Boundary) (*specs.Spec, error) {
 			MountLabel:        b.MountLabel,
 		},
 	}
-	for _, n := range b.Namespaces {
-		spec.Linux.Namespaces = append(spec.Linux.Namespaces, specs.LinuxNamespace{Type: specs.LinuxNamespaceType(n.Type), Path: n.Path})
+	for i, n := range b.Namespaces {
+		path := n.Path
+		if p, ok := staged.NamespacePath(i); ok {
+			path = p
+		}
+		spec.Linux.Namespaces = append(spec.Linux.Namespaces, specs.LinuxNamespace{Type: specs.LinuxNamespaceType(n.Type), Path: path})
 	}
 	if err := Validate(spec); err != nil {
 		return nil, err

@@ -136,6 +136,54 @@ func TestValidateNamesFields(t *testing.T) {
 	}
 }
 
+// execve refuses any argument or variable over 128 KiB and more of them
+// than a quarter of the stack limit (6 MiB at most): such a process cannot
+// start, and is refused before anything exists (issue 28: a 20 MB
+// process.args was created, then failed inside).
+func TestValidateRefusesWhatExecveCannotTake(t *testing.T) {
+	own := ownStackLimit
+	defer func() { ownStackLimit = own }()
+	ownStackLimit = func() uint64 { return 8 << 20 } // Linux's default: 2 MiB of arguments
+	s := exampleSpec(t)
+	s.Process.Args = []string{"/bin/echo", strings.Repeat("a", 20<<20)}
+	err := Validate(s)
+	if err == nil || !strings.Contains(err.Error(), "process.args[1]") {
+		t.Errorf("a 20 MB argument: err = %v, want process.args[1] named", err)
+	}
+	s = exampleSpec(t)
+	s.Process.Args = []string{"/bin/echo"}
+	for i := 0; i < 24; i++ {
+		s.Process.Args = append(s.Process.Args, strings.Repeat("a", 120<<10))
+	}
+	s.Process.Env = append(s.Process.Env, strings.Repeat("B", 100)+"="+strings.Repeat("b", 200<<10))
+	err = Validate(s)
+	if err == nil || !strings.Contains(err.Error(), "process.args: ") || !strings.Contains(err.Error(), "process.env[") {
+		t.Errorf("2.9 MiB of arguments and a 200 KiB variable: err = %v, want process.args and the env entry named", err)
+	} else if len(err.Error()) > 1024 {
+		t.Errorf("the error echoes config.json's values: %d bytes", len(err.Error()))
+	}
+	// The same under a 64 MiB stack limit set in process.rlimits: only the
+	// variable is too long.
+	s.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_STACK", Soft: 64 << 20, Hard: 64 << 20}}
+	err = Validate(s)
+	if err == nil || strings.Contains(err.Error(), "process.args: ") || !strings.Contains(err.Error(), "process.env[") {
+		t.Errorf("under a 64 MiB stack: err = %v, want only the env entry named", err)
+	}
+	// What a process may have: 1 MiB of arguments, each under 128 KiB.
+	s = exampleSpec(t)
+	for i := 0; i < 8; i++ {
+		s.Process.Args = append(s.Process.Args, strings.Repeat("a", 127<<10))
+	}
+	if err := Validate(s); err != nil {
+		t.Errorf("1 MiB of arguments: %v", err)
+	}
+	// A malformed entry is quoted short, never whole.
+	s.Process.Env = []string{strings.Repeat("x", 1<<20)}
+	if err := Validate(s); err == nil || len(err.Error()) > 1024 {
+		t.Errorf("a 1 MiB malformed entry: %d bytes of error", len(fmt.Sprint(err)))
+	}
+}
+
 func TestToLibcontainerMovesPoststart(t *testing.T) {
 	s := exampleSpec(t)
 	s.Root.Path = t.TempDir()
@@ -143,7 +191,9 @@ func TestToLibcontainerMovesPoststart(t *testing.T) {
 		Poststart: []specs.Hook{{Path: "/bin/true"}},
 		Poststop:  []specs.Hook{{Path: "/bin/false"}},
 	}
-	b, err := ToBoundary(s, policy(t, "baseline"))
+	p := policy(t, "baseline")
+	p.HookPaths = []string{"/bin/true", "/bin/false"}
+	b, err := ToBoundary(s, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +310,7 @@ func TestUnifiedByNameRefusals(t *testing.T) {
 		burst uint64
 		want  string
 	}{
-		{100000, 100001, "linux.resources.cpu.burst: 100001 µs is above the quota (100000 µs)"},
+		{100000, 100001, "linux.resources.cpu.burst: the burst (100001 µs) is above the quota (100000 µs)"},
 		{400000, 1000, `linux.resources.cpu.burst: quota and burst make 4.01 CPUs in one period, more than profile restricted allows (4) (policy: "maxLimits": {"cpus": 4.01})`},
 		{-1, 1000, "linux.resources.cpu.quota: an unlimited CPU quota is not allowed"},
 	} {

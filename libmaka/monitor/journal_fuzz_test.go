@@ -3,9 +3,11 @@ package monitor
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // FuzzReadRecords: a violation journal of any content is read without a
@@ -61,6 +63,67 @@ func FuzzReadRecords(f *testing.F) {
 			if !bytes.Equal(a, b) {
 				t.Fatalf("record %d changed: %s vs %s", i, a, b)
 			}
+		}
+	})
+}
+
+// FuzzJournalBounds: whatever sequence of records a sandbox causes (each
+// byte picks a kind: a process name, a syscall, kill or not), the journal
+// stays within its caps, a kill record is never lost, and every record is
+// either in the journal (folded: its repeats) or counted as suppressed.
+func FuzzJournalBounds(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 2, 3, 255, 4, 4, 4})
+	f.Add(bytes.Repeat([]byte{7}, 300))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), JournalFile)
+		lim := Limits{MaxRecords: 20, MaxBytes: 3000, Rate: 0, Burst: 12}
+		j, err := OpenJournalLimits(path, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Unix(1000, 0).UTC()
+		kills := 0
+		for i, b := range data {
+			r := Record{Time: t0.Add(time.Duration(i) * time.Millisecond), Type: TypeSyscall, Action: ActionDeny, Errno: "EPERM",
+				Pid: i, Comm: fmt.Sprintf("c%d", b%32), Syscall: []string{"unshare", "mount", "bpf"}[int(b/32)%3]}
+			if b == 255 {
+				r.Action, r.Errno = ActionKill, ""
+				kills++
+			}
+			if err := j.Append(r); err != nil {
+				t.Fatal(err)
+			}
+			if i%50 == 49 {
+				_ = j.Flush()
+			}
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := ReadJournal(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(raw) > lim.MaxRecords+kills {
+			t.Fatalf("%d lines, cap %d (+%d kills)", len(raw), lim.MaxRecords, kills)
+		}
+		recs, st, err := ReadViolations(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var total uint64
+		gotKills := 0
+		for _, r := range recs {
+			total += r.Times()
+			if r.Action == ActionKill {
+				gotKills++
+			}
+		}
+		if gotKills != kills {
+			t.Fatalf("%d kill records kept of %d", gotKills, kills)
+		}
+		if total+st.Suppressed != uint64(len(data)) || st.ByCap+st.ByRate != st.Suppressed {
+			t.Fatalf("%d recorded + %d suppressed (%d cap, %d rate) != %d appended", total, st.Suppressed, st.ByCap, st.ByRate, len(data))
 		}
 	})
 }

@@ -56,9 +56,11 @@ type Monitor struct {
 	timer        *time.Timer
 	timing       sync.WaitGroup // a timeout being recorded
 	closed       bool
-	quit         chan struct{} // closed by Close: stops the tmpfs sampler
-	done         chan struct{} // closed when the container's cgroup is empty or gone
-	doneOnce     sync.Once
+	// journalFailed: a write of the journal failed (logged once).
+	journalFailed bool
+	quit          chan struct{} // closed by Close: stops the tmpfs sampler
+	done          chan struct{} // closed when the container's cgroup is empty or gone
+	doneOnce      sync.Once
 }
 
 // New opens the journal (created empty, so that followers can watch it).
@@ -75,7 +77,13 @@ func New(cfg Config) (*Monitor, error) {
 		j.Close()
 		return nil, err
 	}
-	return &Monitor{cfg: cfg, journal: j, stopR: r, stopW: w, quit: make(chan struct{}), done: make(chan struct{}), cgroupFD: -1}, nil
+	m := &Monitor{cfg: cfg, journal: j, stopR: r, stopW: w, quit: make(chan struct{}), done: make(chan struct{}), cgroupFD: -1}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.flushJournal()
+	}()
+	return m, nil
 }
 
 // Listen creates the monitor's socket in dir (the state directory). It must
@@ -249,9 +257,9 @@ func (m *Monitor) violation(r Record, hostPid int) {
 	}
 	cg, cgfd := m.cgroup, m.cgroupFD
 	m.mu.Unlock()
-	// Written before the kill, synced after it: whoever sees the sandbox
+	// Written before the kill, flushed after it: whoever sees the sandbox
 	// stopped also sees why, and the kill does not wait for the disk.
-	werr := m.journal.Write(r)
+	m.journalErr(m.journal.Append(r))
 	if kill {
 		if cg == "" && hostPid > 0 {
 			cg, _ = cgroupOf(hostPid)
@@ -267,8 +275,38 @@ func (m *Monitor) violation(r Record, hostPid int) {
 			m.measureKill(cg, r.Time, measured)
 		}
 	}
-	if werr == nil {
-		_ = m.journal.Sync()
+	if kill {
+		m.journalErr(m.journal.Flush())
+	}
+}
+
+// journalErr reports a failed write of the journal: the stats count it
+// (`maka violations` shows it), and the first one is logged on stderr (a
+// foreground run's; a detached monitor's goes to its log file).
+func (m *Monitor) journalErr(err error) {
+	if err == nil {
+		return
+	}
+	m.mu.Lock()
+	first := !m.journalFailed
+	m.journalFailed = true
+	m.mu.Unlock()
+	if first {
+		fmt.Fprintf(os.Stderr, "maka: container %s: %v (further errors are counted in %s)\n", m.cfg.ID, err, StatsFile)
+	}
+}
+
+// flushJournal flushes the journal every FlushInterval until Close.
+func (m *Monitor) flushJournal() {
+	tick := time.NewTicker(FlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.quit:
+			return
+		case <-tick.C:
+			m.journalErr(m.journal.Flush())
+		}
 	}
 }
 
@@ -439,7 +477,9 @@ func (m *Monitor) Close() error {
 	}
 	m.mu.Unlock()
 	m.markDone()
-	return m.journal.Close()
+	err := m.journal.Close()
+	m.journalErr(err)
+	return err
 }
 
 // Err is the error a foreground run reports: the violation (or timeout)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -70,9 +71,34 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	code := fileMappings()
 	m.Warm()
 	if _, err := ack.Write([]byte{1}); err != nil {
-		return err
+		return err // the launcher is gone: its create fails and removes the sandbox
 	}
 	ack.Close()
+	// The guard: from here on the sandbox dies with this process, however
+	// it dies. Started right after the answer rather than before it, so
+	// that its start is not on the create's path; it guards from the
+	// moment it exists (it holds the pipe's read end: a monitor that dies
+	// before the guard reads it still leaves it end-of-file), and the
+	// user's process runs only once the launcher, which got the answer
+	// first, starts it. Should it fail to start, maka's commands fail the
+	// sandbox closed (libmaka.FailClosed).
+	var g *guard
+	m.mu.Lock()
+	cgfd := m.cgroupFD
+	m.mu.Unlock()
+	select {
+	case <-m.Done():
+		cgfd = -1 // the sandbox is gone already: nothing to guard
+	default:
+	}
+	if cgfd >= 0 {
+		if g, err = startGuard(filepath.Dir(cfg.StateDir), cfg, cgfd); err != nil {
+			fmt.Fprintf(os.Stderr, "maka monitor %s: %v\n", cfg.ID, err)
+		}
+	}
+	// Every return below is an end in order (the sandbox stopped, or
+	// SIGTERM: delete): the guard stands down. Only a death that skips
+	// them (SIGKILL, a crash) fails the sandbox closed.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT)
 	// The binary's pages can be dropped only once no other process maps
@@ -82,8 +108,10 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	waitExit(launcher, 10*time.Second)
 	select {
 	case <-m.Done():
+		g.disarm()
 		return nil
 	case <-sigs:
+		g.disarm()
 		return nil
 	case <-time.After(dropPagesAfter):
 	}
@@ -93,6 +121,7 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	case <-m.Done():
 	case <-sigs:
 	}
+	g.disarm()
 	return nil
 }
 

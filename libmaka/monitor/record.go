@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/maka-runtime/maka/internal/printable"
@@ -23,6 +22,9 @@ const (
 	TypeSyscall = "syscall" // a watched syscall was attempted
 	TypeFile    = "file"    // a write-mode open aimed at a read-only part (audit)
 	TypeLimit   = "limit"   // a cgroup limit was hit, or the timeout expired
+	// Never in the journal: ReadViolations adds them from its stats.
+	TypeSuppressed   = "suppressed"    // records the journal's cap or rate limit dropped
+	TypeJournalError = "journal_error" // records that could not be written
 )
 
 // Limit kinds.
@@ -30,6 +32,9 @@ const (
 	LimitOOMKill = "oom_kill" // memory.events oom_kill
 	LimitPidsMax = "pids.max" // pids.events max: a fork refused
 	LimitTimeout = "timeout"  // the sandbox outlived org.maka.timeout
+	// LimitMonitorLost: the sandbox's monitor died, and the sandbox was
+	// killed for it (fail closed: guard.go, libmaka.FailClosed).
+	LimitMonitorLost = "monitor_lost"
 )
 
 // Actions: what the monitor did about a record.
@@ -60,6 +65,21 @@ type Record struct {
 	Kind  string `json:"kind,omitempty"`
 	Count uint64 `json:"count,omitempty"`
 	Limit int64  `json:"limit,omitempty"`
+	// Repeat and Last: a folded record stands for Repeat identical ones
+	// (absent: one), the first at Time, the last at Last. See Journal.
+	Repeat uint64     `json:"repeat,omitempty"`
+	Last   *time.Time `json:"last,omitempty"`
+	// Detail: what a record ReadViolations adds says (suppressed,
+	// journal_error).
+	Detail string `json:"detail,omitempty"`
+}
+
+// Times is how many occurrences the record stands for.
+func (r Record) Times() uint64 {
+	if r.Repeat == 0 {
+		return 1
+	}
+	return r.Repeat
 }
 
 // Summary is the record in one line, for people (run's error, the table),
@@ -84,8 +104,13 @@ func (r Record) Summary() string {
 		if r.Limit > 0 {
 			fmt.Fprintf(&b, " (limit %d)", r.Limit)
 		}
+	case TypeSuppressed, TypeJournalError:
+		fmt.Fprintf(&b, "%s x%d: %s", r.Type, r.Count, r.Detail)
 	default:
 		fmt.Fprintf(&b, "%s", r.Type)
+	}
+	if r.Repeat > 1 {
+		fmt.Fprintf(&b, " x%d", r.Repeat)
 	}
 	switch r.Action {
 	case ActionDeny:
@@ -95,57 +120,6 @@ func (r Record) Summary() string {
 	}
 	return b.String()
 }
-
-// JournalFile is the name of the journal in a container's state directory.
-const JournalFile = "violations.jsonl"
-
-// Journal appends records to violations.jsonl, one JSON object a line,
-// each synced to disk before Append returns.
-type Journal struct {
-	mu sync.Mutex
-	f  *os.File
-}
-
-// OpenJournal opens (creating it if needed) the journal at path.
-func OpenJournal(path string) (*Journal, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("violations journal: %w", err)
-	}
-	return &Journal{f: f}, nil
-}
-
-// Append writes r as one line and syncs it.
-func (j *Journal) Append(r Record) error {
-	if err := j.Write(r); err != nil {
-		return err
-	}
-	return j.Sync()
-}
-
-// Write appends r without waiting for the disk: readers see it at once.
-func (j *Journal) Write(r Record) error {
-	line, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if _, err := j.f.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("violations journal: %w", err)
-	}
-	return nil
-}
-
-// Sync makes what Write wrote durable.
-func (j *Journal) Sync() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.f.Sync()
-}
-
-// Close closes the journal.
-func (j *Journal) Close() error { return j.f.Close() }
 
 // ReadJournal reads every record of the journal at path; a missing journal
 // has none. A torn last line (a crash mid-write) is ignored.

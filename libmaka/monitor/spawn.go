@@ -10,9 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -33,8 +30,12 @@ const (
 )
 
 // PidFile, in the container's state directory, holds the pid of its
-// detached monitor process.
+// detached monitor process; StartFile its start time (pidfd.go).
 const PidFile = "monitor.pid"
+
+// LogFile, in the container's state directory, is a detached monitor's
+// stderr.
+const LogFile = "monitor.log"
 
 // attachWait bounds how long the launcher waits for the monitor to attach
 // (an emulated, loaded machine is slow to start it).
@@ -80,10 +81,18 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 	// Only the three fds passed below: an inherited fd (bats' fd 3, a
 	// caller's LISTEN_FDS) must not be held open for the container's life.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	// Its stderr: a log in the state directory (it logs only the first
+	// failed write of the journal; the stats count the rest).
+	logf, err := os.OpenFile(filepath.Join(cfg.StateDir, LogFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	defer logf.Close()
 	var cmd *exec.Cmd
 	for _, exe := range exes {
 		cmd = exec.Command(exe, Args(root, cfg)...)
 		cmd.ExtraFiles = []*os.File{lf, infoR, ackW}
+		cmd.Stderr = logf
 		cmd.Dir = "/"
 		// disablethp: no transparent huge pages for its heap, where one
 		// fault would make 2 MiB resident (measured: 4 MiB of a ~1 MiB heap).
@@ -98,9 +107,12 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 		return nil, fmt.Errorf("monitor: %w", err)
 	}
 	d.Pid = cmd.Process.Pid
+	// Recorded with its start time while it is still our child (its pid
+	// cannot be reused before we exit): see pidfd.go.
+	werr := writePidFile(cfg.StateDir, d.Pid)
 	_ = cmd.Process.Release()
-	if err := os.WriteFile(filepath.Join(cfg.StateDir, PidFile), []byte(strconv.Itoa(d.Pid)), 0o600); err != nil {
-		return nil, fmt.Errorf("monitor: %w", err)
+	if werr != nil {
+		return nil, fmt.Errorf("monitor: %w", werr)
 	}
 	return d, nil
 }
@@ -146,6 +158,13 @@ func (d *Detached) Abort() {
 // Main is the monitor process: it parses the part of Args after "monitor"
 // (args) and serves the inherited fds. root is maka's --root.
 func Main(root string, args []string) error {
+	if len(args) > 0 && args[0] == "--guard" { // the monitor's guard: guard.go
+		cfg, err := parseArgs(root, args[1:])
+		if err != nil {
+			return err
+		}
+		return runGuard(cfg, os.NewFile(guardCgroupFd, "guard-cgroup"), os.NewFile(guardPipeFd, "guard-pipe"))
+	}
 	cfg, err := parseArgs(root, args)
 	if err != nil {
 		return err
@@ -182,40 +201,4 @@ func godebugWith(setting string) string {
 		return cur + "," + setting
 	}
 	return setting
-}
-
-// Stop stops a detached container's monitor before the container's state
-// goes (it records the peak usage while the cgroup still exists) and waits
-// for it, up to two seconds.
-func Stop(stateDir string) {
-	data, err := os.ReadFile(filepath.Join(stateDir, PidFile))
-	if err != nil {
-		return
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 0 || !isMonitor(pid) {
-		return
-	}
-	_ = unix.Kill(pid, unix.SIGTERM)
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if !isMonitor(pid) {
-			return
-		}
-	}
-}
-
-// isMonitor reports whether pid is a live (not zombie) maka monitor.
-func isMonitor(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	if i := strings.LastIndexByte(string(stat), ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
-		return false
-	}
-	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return false
-	}
-	return slices.Contains(strings.Split(string(cmdline), "\x00"), "monitor")
 }

@@ -100,7 +100,7 @@ func End(command string) {
 	if err != nil {
 		return
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
 	if err == nil {
 		// One write of one line: concurrent commands append whole lines.
 		_, err = f.Write(append(data, '\n'))

@@ -1,9 +1,7 @@
 package sandbox
 
 import (
-	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,7 +9,6 @@ import (
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/moby/sys/user"
-	"golang.org/x/sys/unix"
 )
 
 // maxPasswd bounds how much of the root's /etc/passwd is read: the root
@@ -109,7 +106,12 @@ func userHome(b *libmaka.Boundary, uid uint32) string {
 	if !ok {
 		return defaultHome
 	}
-	f, err := openInRoot(dir, name)
+	// The root (or a bind's source) is the bundle's, the file in it the
+	// image's or the sandbox's: pinned and checked before it is opened,
+	// so a FIFO, a device node or a proc file there is never opened as
+	// host root (libmaka.OpenRootFile). What cannot be read gives /, as
+	// a missing passwd does.
+	f, err := libmaka.OpenRootFile(dir, name)
 	if err != nil {
 		return defaultHome
 	}
@@ -121,27 +123,4 @@ func userHome(b *libmaka.Boundary, uid uint32) string {
 		return defaultHome
 	}
 	return users[0].Home
-}
-
-// openInRoot opens the regular file rel inside root, symlinks resolved
-// within it; O_NONBLOCK so that a FIFO there cannot hang maka.
-func openInRoot(root, rel string) (*os.File, error) {
-	dir, err := os.Open(root)
-	if err != nil {
-		return nil, err
-	}
-	defer dir.Close()
-	fd, err := unix.Openat2(int(dir.Fd()), rel, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), rel)
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, errors.New(rel + ": not a regular file")
-	}
-	return f, nil
 }

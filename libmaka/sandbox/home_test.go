@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -144,5 +146,114 @@ func TestExecHome(t *testing.T) {
 		if !slices.Equal(env, tc.env) {
 			t.Errorf("%s: the caller's env was modified: %q", tc.name, env)
 		}
+	}
+}
+
+// openWatch reports every open of path for reading or writing (inotify
+// IN_OPEN; an O_PATH open is not one): the witness that a FIFO or a device
+// node was never opened. events drains what was seen so far.
+func openWatch(t *testing.T, path string) (events func() int) {
+	t.Helper()
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if _, err := unix.InotifyAddWatch(fd, path, unix.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	return func() int {
+		n := 0
+		buf := make([]byte, 4096)
+		for {
+			m, err := unix.Read(fd, buf)
+			if err != nil || m <= 0 {
+				return n
+			}
+			for off := 0; off+unix.SizeofInotifyEvent <= m; {
+				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+				if ev.Mask&unix.IN_OPEN != 0 {
+					n++
+				}
+				off += unix.SizeofInotifyEvent + int(ev.Len)
+			}
+		}
+	}
+}
+
+// Issue 24: the HOME lookup opened the root's etc/passwd O_RDONLY before
+// checking what it was, at every create and exec: a device node there ran
+// its driver's open as host root, a FIFO was opened. Now it is pinned
+// (O_PATH), checked, and opened only if it is a regular file on a data
+// filesystem; a root, or a bind source at /etc, that is a FIFO is not
+// opened either (it would block).
+func TestHomeNeverOpensWhatIsNotAFile(t *testing.T) {
+	home := func(b *libmaka.Boundary) string {
+		t.Helper()
+		done := make(chan string, 1)
+		go func() {
+			DeclareHome(b)
+			done <- b.Process.Env[len(b.Process.Env)-1]
+		}()
+		select {
+		case h := <-done:
+			return h
+		case <-time.After(5 * time.Second):
+			t.Fatal("DeclareHome blocked")
+			return ""
+		}
+	}
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	passwd := filepath.Join(root, "etc/passwd")
+	if err := unix.Mkfifo(passwd, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opened := openWatch(t, passwd)
+	if got := home(&libmaka.Boundary{Rootfs: libmaka.Rootfs{Path: root}}); got != "HOME=/" {
+		t.Errorf("FIFO: got %s, want HOME=/", got)
+	}
+	if n := opened(); n != 0 {
+		t.Errorf("the FIFO at etc/passwd was opened %d times", n)
+	}
+	// A character device (1:3, null's numbers) where the host allows one.
+	os.Remove(passwd)
+	if err := unix.Mknod(passwd, unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3))); err != nil {
+		t.Logf("mknod: %v (device case not run)", err)
+	} else {
+		opened := openWatch(t, passwd)
+		if got := home(&libmaka.Boundary{Rootfs: libmaka.Rootfs{Path: root}}); got != "HOME=/" {
+			t.Errorf("device: got %s, want HOME=/", got)
+		}
+		if n := opened(); n != 0 {
+			t.Errorf("the device node at etc/passwd was opened %d times", n)
+		}
+	}
+	// A FIFO as the root, or as the source of a bind at /etc.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Releases an open that blocked (the test failed): O_NONBLOCK
+		// for writing fails unless a reader waits, which it then frees.
+		if fd, err := unix.Open(fifo, unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			unix.Close(fd)
+		}
+	})
+	fopened := openWatch(t, fifo)
+	if got := home(&libmaka.Boundary{Rootfs: libmaka.Rootfs{Path: fifo}}); got != "HOME=/" {
+		t.Errorf("FIFO root: got %s, want HOME=/", got)
+	}
+	if got := home(&libmaka.Boundary{Rootfs: libmaka.Rootfs{Path: homeRoot(t)}, Mounts: []specs.Mount{{Destination: "/etc", Type: "bind", Source: fifo}}}); got != "HOME=/" {
+		t.Errorf("FIFO bind at /etc: got %s, want HOME=/", got)
+	}
+	if n := fopened(); n != 0 {
+		t.Errorf("a FIFO root or bind source was opened %d times", n)
+	}
+	// /proc's files are never read: a bind of /proc/self (whose "passwd"
+	// does not exist, but whose "environ" would be read) at /etc.
+	if got := home(&libmaka.Boundary{Rootfs: libmaka.Rootfs{Path: homeRoot(t)}, Mounts: []specs.Mount{{Destination: "/etc/passwd", Type: "bind", Source: "/proc/self/environ"}}}); got != "HOME=/" {
+		t.Errorf("a proc file at /etc/passwd: got %s, want HOME=/", got)
 	}
 }

@@ -243,8 +243,11 @@ func Poststart(ctr *libmaka.Container) error {
 }
 
 // enforce leases the sandbox's ids (under op, the id's lock: the lease is
-// given back if the create fails), builds its root, and derives
-// libcontainer's configuration from the boundary alone.
+// given back if the create fails), opens and checks its host paths once
+// and stages mounts from those descriptors (the root, bind sources,
+// namespace paths: libcontainer is handed only the staged paths), builds
+// its root from the staged root, and derives libcontainer's configuration
+// from the boundary alone.
 func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specconv.Converted, error) {
 	if b.Users.Source == libmaka.IDsFromPool {
 		if err := op.LeaseIDs(b, *b.Users.Pool); err != nil {
@@ -252,10 +255,20 @@ func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specc
 		}
 		phase.Mark("id lease")
 	}
-	if err := op.BuildRoot(b); err != nil {
+	staged, err := op.StageBoundary(b)
+	if err != nil {
+		return nil, err
+	}
+	phase.Mark("stage host paths")
+	from := ""
+	if staged != nil {
+		from = staged.Root
+	}
+	if err := op.BuildRoot(b, from); err != nil {
 		return nil, err
 	}
 	phase.Mark("root build")
+	opts.Staged = staged
 	conv, err := specconv.ToLibcontainer(b, opts)
 	phase.Mark("convert")
 	return conv, err

@@ -263,9 +263,11 @@ func (s *Sandbox) ID() string { return s.launched.Container.ID() }
 // Boundary is the contract the sandbox was launched under.
 func (s *Sandbox) Boundary() *libmaka.Boundary { return s.launched.Container.Record.Boundary }
 
-// Violations are the sandbox's violation records so far.
+// Violations are the sandbox's violation records so far, identical ones
+// folded (Record.Repeat, Record.Last) as `maka violations` shows them.
 func (s *Sandbox) Violations() ([]monitor.Record, error) {
-	return monitor.ReadJournal(filepath.Join(s.launched.Container.StateDir(), monitor.JournalFile))
+	recs, err := monitor.ReadJournal(filepath.Join(s.launched.Container.StateDir(), monitor.JournalFile))
+	return monitor.Fold(recs), err
 }
 
 // Destroy kills the sandbox and everything in it and removes it: its

@@ -142,7 +142,7 @@ reject_case() {
 @test "devices, sysctls, hooks and limits beyond the policy are refused before anything exists, naming the field" {
   reject_case '.linux.devices = [{path: "/dev/kvm", type: "c", major: 10, minor: 232}]' 'linux.devices[0]'
   reject_case '.linux.sysctl = {"net.ipv4.ip_forward": "1"}' 'linux.sysctl["net.ipv4.ip_forward"]'
-  reject_case '.hooks = {prestart: [{path: "/bin/true"}]}' 'hooks.prestart[0]'
+  reject_case '.hooks = {prestart: [{path: "/bin/true"}]}' 'hooks.prestart[0].path'
   reject_case '.linux.resources.memory = {limit: 8589934592}' 'linux.resources.memory.limit'
   reject_case '.linux.resources.memory = {limit: 67108864, swap: -1}' 'linux.resources.memory.swap'
   reject_case '.linux.resources.pids = {limit: 100000}' 'linux.resources.pids.limit'

@@ -284,6 +284,28 @@ root-rw" ]
   [ -z "$(podman ps -a --filter name=pr-maka --format '{{.Names}}')" ]
 }
 
+@test "podman under baseline: a container may bind its own userdata, never another container's (runc binds it: maka is stricter by design)" {
+  local victim other
+  pm runc run -d --name pv-victim --network none "$IMG" sleep 100 >/dev/null
+  victim=$(podman inspect pv-victim --format '{{.ID}}')
+  # The victim's hosts, resolv.conf, hostname: podman's files of another container.
+  run pm runc run --rm --network none -v "/run/containers/storage/overlay-containers/$victim/userdata:/v" "$IMG" ls /v/hosts
+  [ "$status" -eq 0 ]
+  run pm maka run --rm --name pv-maka --network none -v "/run/containers/storage/overlay-containers/$victim/userdata:/v" "$IMG" ls /v/hosts
+  echo "$output"
+  pm runc rm -f pv-victim >/dev/null
+  [ "$status" -eq 126 ]
+  [[ "$output" == *"BOUNDARY_REJECTED"* ]]
+  [[ "$output" == *"binding the host path /run/containers/storage/overlay-containers/$victim/userdata is not allowed by profile baseline for container "* ]]
+  [[ "$output" != *"/v/hosts"* ]]
+  [ -z "$(podman ps -a --filter name=pv-maka --format '{{.Names}}')" ]
+  # Its own files (the default binds) it keeps: the default container ran
+  # above; here with its hostname read back.
+  run pm maka run --rm --hostname own-files --network none "$IMG" cat /etc/hostname
+  [ "$status" -eq 0 ]
+  [ "$output" = own-files ]
+}
+
 @test "podman info reports maka's --version lines" {
   run pm maka info --format '{{.Host.OCIRuntime.Name}}|{{.Host.OCIRuntime.Version}}'
   echo "$output"

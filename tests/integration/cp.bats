@@ -21,7 +21,7 @@ setup_file() {
   echo "host secret" > /tmp/maka-cp-host/secret
   chmod 0600 /tmp/maka-cp-host/secret
   make_bundle "$BATS_FILE_TMPDIR/b" sleep 100000
-  update_config "$BATS_FILE_TMPDIR/b" '.annotations["org.maka.timeout"] = "1200"'
+  update_config "$BATS_FILE_TMPDIR/b" '.annotations["org.maka.timeout"] = "3600"'
   maka_io --policy "$BATS_FILE_TMPDIR/restricted.json" run -d --bundle "$BATS_FILE_TMPDIR/b" cpbox
   wait_for_status cpbox running
   maka state cpbox > "$BATS_FILE_TMPDIR/state.json"
@@ -39,6 +39,8 @@ setup_file() {
 
 teardown_file() {
   maka delete --force cpbox >/dev/null 2>&1 || true
+  maka delete --force fifobox >/dev/null 2>&1 || true
+  rm -rf "$(dirname "$MAKA_ROOTFS")/fiforoot"
   rm -rf /tmp/maka-cp-host
   maka_teardown_file
 }
@@ -295,4 +297,75 @@ root_sum() {
   [ "$status" -ne 0 ]
   [[ "$output" == *"/etc/t: /etc is on a read-only mount"* ]]
   [ -z "$(find "$BATS_TEST_TMPDIR" "$root/tmp" "$root/maka/work" "$root/etc" -maxdepth 1 -name '.maka-cp-*')" ]
+}
+
+# Issue 24, item 3: proc files are regular files of size 0, so a check of
+# "regular file" and size alone let cp read /proc/kallsyms (real kernel
+# addresses) and drain /proc/kmsg (the kernel log) as host root. Every
+# open of a sandbox path checks the filesystem on the O_PATH descriptor
+# first: a kernel filesystem is refused, naming the path and the reason,
+# and nothing is written, not even a temporary file beside DEST.
+@test "cp refuses the sandbox's kernel files (/proc/kallsyms, /proc/kmsg) in both directions and writes nothing" {
+  local d=$BATS_TEST_TMPDIR/kern f
+  mkdir -p "$d"
+  for f in /proc/kallsyms /proc/kmsg; do
+    run timeout 60 "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" cp "cpbox:$f" "$d/out"
+    echo "$f: $status $output"
+    [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+    [[ "$output" == *"$f: on a kernel filesystem (proc), not copied"* ]]
+    [ -z "$(ls -A "$d")" ]
+    # Into DEST's directory under the base name, and to stdout: nothing.
+    run timeout 60 "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" cp "cpbox:$f" "$d/"
+    [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+    [ -z "$(ls -A "$d")" ]
+    run maka_sh "timeout 60 \"\$MAKA_BINARY\" --root \"\$MAKA_ROOT\" --state-dir \"\$MAKA_STATE_DIR\" cp cpbox:$f - 2>/dev/null | wc -c"
+    [ "$output" = 0 ]
+  done
+  # Into the sandbox's /proc: refused before anything is created there.
+  echo x > "$BATS_TEST_TMPDIR/x"
+  run restricted cp "$BATS_TEST_TMPDIR/x" cpbox:/proc/sys/x
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/proc/sys/x: /proc/sys is on a kernel filesystem (proc)"* ]]
+  # A host source on a kernel filesystem is refused as well.
+  run restricted cp /proc/self/status cpbox:/tmp/status
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"/proc/self/status: on a kernel filesystem (proc), not copied"* ]]
+  [ ! -e "/proc/$(pid)/root/tmp/status" ]
+  [ -z "$(find "$BATS_TEST_TMPDIR" "/proc/$(pid)/root/tmp" -name '.maka-cp-*')" ]
+}
+
+# The HOME lookup at create and exec reads the root's /etc/passwd: a FIFO
+# (or a device node) there must never be opened as host root. A writer
+# blocked on the FIFO is the reader's witness: any open for reading
+# releases it.
+@test "create and exec never open a FIFO at the root's /etc/passwd (HOME lookup)" {
+  local r
+  r=$(dirname "$MAKA_ROOTFS")/fiforoot
+  rm -rf "$r"
+  cp -a "$MAKA_ROOTFS" "$r"
+  rm "$r/etc/passwd"
+  mkfifo -m 0644 "$r/etc/passwd"
+  make_bundle "$BATS_TEST_TMPDIR/fb" sleep 1000
+  update_config "$BATS_TEST_TMPDIR/fb" '.root.path = $r | .annotations["org.maka.timeout"] = "1200"' --arg r "$r"
+  (exec 3>"$r/etc/passwd" && echo opened > "$BATS_TEST_TMPDIR/opened") </dev/null >/dev/null 2>&1 3>&- &
+  local w=$! created=0 execd=0 home
+  # create's output to a file: the container keeps its stdio open.
+  timeout 120 "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" --policy "$BATS_FILE_TMPDIR/restricted.json" \
+    create --bundle "$BATS_TEST_TMPDIR/fb" fifobox </dev/null >"$BATS_TEST_TMPDIR/create.log" 2>&1 || created=$?
+  cat "$BATS_TEST_TMPDIR/create.log"
+  timeout 120 "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" start fifobox </dev/null >/dev/null 2>&1 || true
+  # exec looks HOME up again (for the exec's user).
+  home=$(timeout 120 "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" --policy "$BATS_FILE_TMPDIR/restricted.json" \
+    exec fifobox sh -c 'echo "$HOME"' </dev/null 2>&1) || execd=$?
+  local opened=no
+  [ ! -e "$BATS_TEST_TMPDIR/opened" ] || opened=yes
+  echo "create: $created exec: $execd HOME: $home FIFO opened: $opened"
+  kill "$w" 2>/dev/null || true
+  wait "$w" 2>/dev/null || true
+  # fifobox and its root are removed by teardown_file (each op is slow
+  # under emulation).
+  [ "$opened" = no ]
+  [ "$created" -eq 0 ]
+  [ "$execd" -eq 0 ]
+  [ "$home" = / ]
 }

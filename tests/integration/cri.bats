@@ -359,8 +359,12 @@ left: nothing"
 }
 
 @test "containerd logged no error while the CRI plugin drove runc and maka" {
-  run grep 'level=error' "$CR/containerd.log"
-  echo "$output"
+  # Not counted: containerd's start-up sweep of a namespace's task
+  # directory that an earlier file's containerd (same guest) never made
+  # (seen once: 'cleanup working directory in namespace ... k8s.io: no
+  # such file or directory'); it is about no runtime.
+  grep 'level=error' "$CR/containerd.log" || true
+  run bash -c 'grep "level=error" "$1" | grep -v "msg=\"cleanup working directory in namespace\""' _ "$CR/containerd.log"
   [ "$status" -eq 1 ]
 }
 
@@ -383,5 +387,27 @@ left: nothing"
   [ -z "$("$CR/bin/maka" --root "$SHIM_ROOT" --state-dir /var/lib/maka list -q)" ]
   after=$(find /var/lib/maka -not -path '*/history*' -not -name '*.lock' 2>/dev/null | sort)
   diff <(echo "$before") <(echo "$after")
+  [ -z "$(pgrep -fx -- "$CR/bin/maka init")" ]
+}
+
+@test "crictl under baseline: a container's own pod files are bound (above), another sandbox's are refused at start, naming the mount; nothing is left" {
+  local victim=/var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/maka-test-victim pod cid
+  mkdir -p "$victim"
+  echo "10.0.0.1 victim" > "$victim/hosts"
+  pod_config maka-own > "$CR/pod.own.json"
+  pod=$(cri maka runp --runtime maka "$CR/pod.own.json")
+  jq --arg v "$victim" '.metadata.name = "intruder" | .mounts = [{container_path: "/v", host_path: $v}]' \
+    "$CR/container.json" > "$CR/container.own.json"
+  cid=$(cri maka create "$pod" "$CR/container.own.json" "$CR/pod.own.json")
+  run cri maka start "$cid"
+  echo "$output"
+  cri maka rm -f "$cid" >/dev/null || true
+  cri maka stopp "$pod" >/dev/null
+  cri maka rmp "$pod" >/dev/null
+  rm -rf "$victim"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"BOUNDARY_REJECTED"* ]]
+  [[ "$output" == *"binding the host path $victim is not allowed by profile baseline"* ]]
+  [ -z "$("$CR/bin/maka" --root "$SHIM_ROOT" --state-dir /var/lib/maka list -q)" ]
   [ -z "$(pgrep -fx -- "$CR/bin/maka init")" ]
 }

@@ -116,6 +116,18 @@ create_fails() {
   assert_nothing_left er-noprocess
 }
 
+@test "a 20 MB process.args is refused before anything exists, naming the argument and execve's limit" {
+  make_bundle "$BATS_TEST_TMPDIR/b"
+  head -c 20000000 /dev/zero | tr '\0' a > "$BATS_TEST_TMPDIR/big"
+  update_config "$BATS_TEST_TMPDIR/b" '.process.args = ["/bin/echo", $big]' --rawfile big "$BATS_TEST_TMPDIR/big"
+  create_fails er-bigargs
+  [[ "$output" == *"process.args[1]: 20000000 bytes; execve takes at most 131071 per argument"* ]]
+  [[ "$output" == *"process.args: the arguments and environment take 200"*" bytes; execve takes at most "*" with a stack limit of "* ]]
+  # The error is a line, not the argument echoed back.
+  [ "${#output}" -lt 4096 ]
+  assert_nothing_left er-bigargs
+}
+
 @test "a relative process.cwd is refused, naming the field and the value" {
   make_bundle "$BATS_TEST_TMPDIR/b"
   update_config "$BATS_TEST_TMPDIR/b" '.process.cwd = "tmp"'

@@ -46,6 +46,11 @@ EOF
         poststart:       [{path: $h, args: ["hook.sh", "poststart"]}],
         poststop:        [{path: $h, args: ["hook.sh", "poststop"]}]
       }' --arg log "$log" --arg h "$h"
+  # A hook runs on the host as root: the policy lists each one (hookPaths);
+  # hooks: true alone allows none.
+  jq --arg h "$h" '.hookPaths = [$h, "/bin/sh", "/bin/true", "/bin/false"]' \
+    "$MAKA_REPO/tests/integration/fixtures/policy-baseline.json" > "$dir/policy.json"
+  export MAKA_POLICY=$dir/policy.json
 }
 
 order() {
@@ -171,4 +176,39 @@ order() {
   [ "$status" -eq 1 ]
   [[ "$output" == *"error running poststart hook #1: exit status 1"* ]]
   assert_nothing_left hk-post3
+}
+
+@test "a hook the policy does not list (hooks: true, no hookPaths) is refused at create, naming hooks.<kind>[i].path and the hookPaths line; it never runs; nothing left" {
+  local b=$BATS_TEST_TMPDIR/b
+  hooks_bundle "$b"
+  # The test policy as it was: hooks: true (baseline's), no hookPaths.
+  export MAKA_POLICY=$MAKA_REPO/tests/integration/fixtures/policy-baseline.json
+  run maka_io create -b "$b" hk-unlisted
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *BOUNDARY_REJECTED* ]]
+  local kind
+  for kind in prestart createRuntime createContainer poststart poststop; do
+    [[ "$output" == *"hooks.$kind[0].path: the hook $b/log/hook.sh is not one profile baseline lists in hookPaths"*"(policy: \"hookPaths\": [..., \"$b/log/hook.sh\"])"* ]]
+  done
+  # startContainer runs inside the sandbox: hooks: true allows it.
+  [[ "$output" != *"hooks.startContainer"* ]]
+  [ ! -e "$b/log/order" ]
+  assert_nothing_left hk-unlisted
+}
+
+@test "a listed hook that others could swap (a directory anyone may write) is refused at create, naming the hook and why; nothing left" {
+  local b=$BATS_TEST_TMPDIR/b open=$BATS_TEST_TMPDIR/open
+  hooks_bundle "$b"
+  mkdir -m 0777 "$open"
+  chmod 0777 "$open"
+  cp "$b/log/hook.sh" "$open/hook.sh"
+  update_config "$b" '.hooks = {createRuntime: [{path: $h, args: ["hook.sh", "createRuntime", $log]}]}' --arg h "$open/hook.sh" --arg log "$b/log"
+  jq --arg h "$open/hook.sh" '.hookPaths += [$h]' "$MAKA_POLICY" > "$b/policy2.json"
+  MAKA_POLICY=$b/policy2.json run maka_io create -b "$b" hk-open
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"hooks.createRuntime[0].path: $open/hook.sh: the directory $open is writable by others (mode 777): its entries could be swapped"* ]]
+  [ ! -e "$b/log/order" ]
+  assert_nothing_left hk-open
 }

@@ -6,6 +6,11 @@
 # inside the container and from its cgroup.
 
 MAKA_POLICY=   # the default, restricted; baseline through --policy
+# Podman's real 64-character container id is the maka id here (baseline binds
+# only that container's own files): under bats' long temporary directory the
+# monitor's socket path would pass the 107-byte limit of a unix socket.
+: "${MAKA_ROOT:=/run/maka-profiles}"
+
 load helpers
 bats_require_minimum_version 1.5.0
 
@@ -156,6 +161,7 @@ df -k | sed "s/^/df: /"
 echo "ifaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | tr "\n" " ")"
 echo "netns: $(readlink /proc/self/ns/net)"
 u=$(unshare -U true 2>&1); echo "unshare: $? $u"
+if mknod /.maka-node b 7 0 2>/dev/null; then echo "mknod: made"; rm -f /.maka-node; else echo "mknod: refused"; fi
 echo probe-end
 '
 
@@ -270,6 +276,10 @@ assert_baseline_defaults() {
   [ "$got" = "$(expected env | LC_ALL=C sort)" ] || { echo "env: got [$got], want [$(expected env)]" >&2; return 1; }
   # No nested user namespaces.
   [[ "$PROBE_OUT" =~ unshare:\ [1-9] ]]
+  # No device node made inside, even with CAP_MKNOD: runc's implicit
+  # "mknod any device" rule is not in the device cgroup (specconv). A loop
+  # device (b 7:0): c 1:3 would pass, as /dev/null's own rwm rule allows m.
+  [[ "$PROBE_OUT" == *"mknod: refused"* ]]
   # The cgroup: the spec's limits, else 1 GiB, no swap, 256 pids, 2 CPUs.
   [ "$CGROUP" = "$(expected cgroup)" ] || { echo "cgroup: got $CGROUP, want $(expected cgroup)" >&2; return 1; }
 }
@@ -296,9 +306,15 @@ assert_baseline_defaults() {
   [ "$CGROUP" = "$((1024 * MiB)) 0 256 200000 100000" ]
 }
 
+# podman_id: the id of the container podman's spec was written for (its
+# cgroup is libpod-<id>): its files are bound from that container's userdata.
+podman_id() {
+  jq -r '.linux.cgroupsPath | sub(".*/libpod-"; "")' "$SPECS/podman.json"
+}
+
 @test "podman's default spec runs under baseline: it joins the declared network namespace, with its capabilities, binds, pids limit and the default memory, swap and cpu limits" {
   provide_host_side podman
-  probe_under_baseline podman pf-pod
+  probe_under_baseline podman "$(podman_id)"
   assert_baseline_defaults podman
   # The network namespace is the one at the declared path.
   ns=$(expected netns)
@@ -308,4 +324,100 @@ assert_baseline_defaults() {
   # /dev/shm is the 64 MiB tmpfs Podman binds there.
   grep -qE '^df: [^ ]+ +65536 .* /dev/shm$' <<<"$PROBE_OUT"
   [ "$CGROUP" = "$((1024 * MiB)) 0 2048 200000 100000" ]
+}
+
+@test "baseline binds only this container's own files: podman's userdata of another container id is refused at create, naming each bind; nothing left" {
+  provide_host_side podman
+  local b=$BATS_TEST_TMPDIR/b
+  fixture_bundle podman "$b" /bin/true
+  # The id is not the one podman's files belong to.
+  run baseline create --bundle "$b" pf-pod-other
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *BOUNDARY_REJECTED* ]]
+  [[ "$output" == *"mounts[5].source: binding the host path /run/containers/storage/overlay-containers/$(podman_id)/userdata/resolv.conf is not allowed by profile baseline for container pf-pod-other"* ]]
+  [[ "$output" == *"mounts[7].source: binding the host path /var/lib/containers/storage/overlay-containers/$(podman_id)/userdata/shm"* ]]
+  assert_nothing_left pf-pod-other
+}
+
+@test "baseline refuses other pods' volumes, other tasks' roots, shim sockets, snapshots and runtime state; binds its own pod's files (maka boundary)" {
+  local b=$BATS_TEST_TMPDIR/b src i=0 filter=
+  local srcs=(
+    /var/lib/kubelet/pods/pod-victim/volumes/kubernetes.io~secret/token
+    /run/containerd/io.containerd.runtime.v2.task/k8s.io/victim/rootfs
+    /run/containerd/s/maka-test-shim
+    /run/containerd/runc/k8s.io/victim
+    /var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/1/fs
+    /var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/sb-victim/hosts
+    /var/lib/kubelet/pods/pod-mine/volumes/kubernetes.io~empty-dir/cache
+    /var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/sb-mine/hosts
+  )
+  for src in "${srcs[@]}"; do
+    [ -e "$src" ] || { mkdir -p "$(dirname "$src")"; : >"$src"; echo "$src" >>"$BATS_TEST_TMPDIR/made"; }
+    filter+=" | .mounts += [{destination: \"/m$i\", type: \"bind\", source: \"$src\", options: [\"rbind\", \"rw\"]}]"
+    i=$((i + 1))
+  done
+  fixture_bundle containerd "$b" /bin/true
+  update_config "$b" '.annotations = {"io.kubernetes.cri.sandbox-id": "sb-mine", "io.kubernetes.cri.sandbox-uid": "pod-mine"}'"$filter"
+  run --separate-stderr baseline boundary --bundle "$b" --format json
+  xargs rm -f <"$BATS_TEST_TMPDIR/made"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  n=$(jq '.mounts | length' "$b/config.json")
+  # The six foreign sources are refused, each by its field; the pod's own two are not.
+  for i in 0 1 2 3 4 5; do
+    jq -e --arg f "mounts[$((n - 8 + i))].source" '[.verdict.items[] | select(.field == $f)] | length == 1' <<<"$output"
+  done
+  for i in 6 7; do
+    jq -e --arg f "mounts[$((n - 8 + i))].source" '[.verdict.items[] | select(.field == $f)] | length == 0' <<<"$output"
+  done
+  jq -e '.verdict.items | length == 6' <<<"$output"
+}
+
+@test "/dev/console (c 5:1) is not a standard device: a linux.devices entry is refused under both profiles; containerd's rwm rule for it is dropped, never given (mknod c 5:1 refused inside); nothing left" {
+  local b=$BATS_TEST_TMPDIR/b
+  fixture_bundle containerd "$b" /bin/true
+  update_config "$b" '.linux.devices = [{path: "/dev/console", type: "c", major: 5, minor: 1}]'
+  for pol in baseline restricted; do
+    if [ $pol = baseline ]; then run baseline create --bundle "$b" pf-console; else run maka create --bundle "$b" pf-console; fi
+    echo "$output"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"linux.devices[0]: the device /dev/console is not allowed by profile $pol"* ]]
+    assert_nothing_left pf-console
+  done
+  # containerd's default rules allow c 5:1 rwm: the container runs, the
+  # Boundary shows the rule dropped, and the device cgroup refuses to
+  # make the node (the null device's rule, given, lets mknod work).
+  fixture_bundle containerd "$b" /bin/sh -c 'mknod /dev/shm/n c 1 3 && echo NULL-MADE; mknod /dev/shm/c c 5 1 && echo CONSOLE-MADE; echo done'
+  update_config "$b" '.linux.resources.devices += [{allow: true, type: "c", major: 5, minor: 1, access: "rwm"}]'
+  run --separate-stderr baseline boundary --bundle "$b" --format json
+  [ "$status" -eq 0 ]
+  jq -e '[.cgroup.devicesDropped[] | select(.type == "c" and .major == 5 and .minor == 1)] | length > 0' <<<"$output"
+  jq -e '[.cgroup.devices[] | select(.allow and .type == "c" and .major == 5 and (.minor == 1 or .minor == null))] | length == 0' <<<"$output"
+  run baseline run --bundle "$b" pf-console
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *NULL-MADE* ]]
+  [[ "$output" != *CONSOLE-MADE* ]]
+  [[ "$output" == *done* ]]
+  assert_nothing_left pf-console
+}
+
+@test "cgroupsPath never inside a cgroup that holds processes: a second sandbox inside the first's cgroup is refused at create; beside it, allowed" {
+  local b=$BATS_TEST_TMPDIR/b cg
+  fixture_bundle containerd "$b" /bin/sleep 100
+  cg=$(jq -r .linux.cgroupsPath "$b/config.json")
+  baseline create --bundle "$b" pf-cg-a
+  update_config "$b" '.linux.cgroupsPath = $cg' --arg cg "$cg/inside"
+  run baseline create --bundle "$b" pf-cg-b
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"linux.cgroupsPath: $cg/inside is inside $cg, which holds "*" process(es)"* ]]
+  [ ! -e "/sys/fs/cgroup$cg/inside" ]
+  # (assert_nothing_left counts every waiting maka init: pf-cg-a's first.)
+  baseline delete --force pf-cg-a
+  assert_nothing_left pf-cg-b
+  update_config "$b" '.linux.cgroupsPath = $cg' --arg cg "${cg}-beside"
+  baseline create --bundle "$b" pf-cg-c
+  baseline delete --force pf-cg-c
 }

@@ -14,7 +14,9 @@ setup_file() {
   # restricted (4 GiB, 1024 pids, 4 CPUs), plus up to 1 GiB of swap: u1 is
   # held to this policy by update, whatever --policy update is given.
   echo '{"profile": "restricted", "maxLimits": {"swap": 1073741824}}' > "$BATS_FILE_TMPDIR/policy.json"
-  make_bundle "$BATS_FILE_TMPDIR/b" sh -c 'trap "exit 0" TERM; sleep 1000 & wait'
+  # (alive as long as its lifetime: a busy host's guest runs this file
+  # for more than 1000 s)
+  make_bundle "$BATS_FILE_TMPDIR/b" sh -c 'trap "exit 0" TERM; sleep 3600 & wait'
   # a lifetime longer than this file (restricted's default is 180 s)
   update_config "$BATS_FILE_TMPDIR/b" '.annotations["org.maka.timeout"] = "3600"'
   update_config "$BATS_FILE_TMPDIR/b" '.linux.resources += {
@@ -96,7 +98,8 @@ refused() {
   base=$(snapshot)
   want="--memory: unlimited memory is not allowed by profile restricted (largest: 4 GiB)" refused --memory -1
   want="--memory: 5 GiB exceeds the largest memory allowed by profile restricted (4 GiB)" refused --memory 5g
-  refused --memory 0
+  # a cpuset list create refuses (update took it before the one checker)
+  want='--cpuset-cpus: "0-" is not a list such as 0-3,5' refused --cpuset-cpus 0-
   want="--memory-swap" refused --memory-swap -1
   # 2 GiB of memory+swap with 64 MiB of memory: 1984 MiB of swap > 1 GiB
   want="--memory-swap" refused --memory-swap 2g
@@ -110,7 +113,7 @@ refused() {
   want="--pids-limit: unlimited pids are not allowed by profile restricted (largest: 1024)" refused --pids-limit -1
   want="--pids-limit: unlimited pids are not allowed" refused --pids-limit -9
   refused --pids-limit 2000
-  want="--cpu-quota: unlimited CPU is not allowed by profile restricted (largest: 4)" refused --cpu-quota -1
+  want="--cpu-quota: an unlimited CPU quota is not allowed by profile restricted (largest: 4 CPUs)" refused --cpu-quota -1
   refused --cpu-quota 500000
   refused --cpu-period 1
   # 50000 us per 10000 us: 5 CPUs
@@ -130,7 +133,8 @@ refused() {
   for doc in '{"unified": {"pids.max": "max", "cpu.max": "max 100000"}}' '{"unified": {"io.max": "8:0 rbps=1"}}' \
       '{"unified": {"cpu.weight": "0"}}' '{"unified": {"memory.high": "0"}}' \
       '{"cpu": {"realtimeRuntime": 1000}}' '{"hugepageLimits": [{"pageSize": "2MB", "limit": 1073741824}]}' \
-      '{"blockIO": {"throttleReadBpsDevice": [{"major": 8, "minor": 0, "rate": 1}]}}'; do
+      '{"blockIO": {"throttleReadBpsDevice": [{"major": 8, "minor": 0, "rate": 1}]}}' '{"cpu": {"mems": "0,x"}}' \
+      '{"unified": {"cpuset.cpus": "0-"}}'; do
     want="--resources" refused --resources - <<<"$doc"
   done
   [ "$(snapshot)" = "$base" ]
@@ -140,7 +144,7 @@ refused() {
   local doc
   base=$(snapshot)
   for doc in '{"memory": {"limit": -1}}' '{"memory": {"limit": -5}}' '{"memory": {"limit": 9223372036854775807}}' \
-      '{"memory": {"limit": 67108864, "swap": 33554432}}' '{"memory": {"swap": 0}}' \
+      '{"memory": {"limit": 67108864, "swap": 33554432}}' '{"memory": {"swap": -7}}' '{"unified": {"memory.max": "0"}}' \
       '{"pids": {"limit": -1}}' '{"pids": {"limit": -7}}' \
       '{"cpu": {"quota": 1000000000000}}' '{"cpu": {"quota": -1}}' '{"cpu": {"period": 1}}'; do
     want="--resources" refused --resources - <<<"$doc"
@@ -316,6 +320,11 @@ EOF
   # a relaunch is built from the boundary alone: its limits above and the
   # cgroup's CPU period
   jq -e '.boundary.cgroup.cpuPeriod == 100000' "$(find "$MAKA_STATE_DIR" -name u1.json -path '*/records/*')"
+  # The whole contract is republished: the record and the container's
+  # maka.json (exec's base) hold the same limits and cgroup values.
+  local rec=$(find "$MAKA_STATE_DIR" -name u1.json -path '*/records/*')
+  diff <(jq -S '.boundary | {limits, cgroup}' "$rec") <(jq -S '.boundary | {limits, cgroup}' "$MAKA_ROOT/u1/maka.json")
+  jq -e --argjson mib "$MiB" '.boundary.limits | .memory == 200 * $mib and .pids == 300' "$MAKA_ROOT/u1/maka.json"
   # the container is still owned as before (update does not take it over)
   run maka state u1
   [ "$status" -eq 0 ]

@@ -34,12 +34,14 @@ teardown() { teardown_all_containers; }
 
 restricted() { "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" --policy "$BATS_FILE_TMPDIR/restricted.json" "$@"; }
 
-# leases: the lease files of the id pool, one per line ("<first id> <id>").
+# leases: the lease files of the id pool, one per line ("<first id> <id>");
+# each file is named <first id>-<size> (the range it holds).
 leases() {
-  local f
+  local f n
   for f in "$MAKA_STATE_DIR"/ids/*; do
     [ -e "$f" ] || continue
-    echo "$(basename "$f") $(jq -r .id "$f")"
+    n=$(basename "$f")
+    echo "${n%-*} $(jq -r .id "$f")"
   done
 }
 
@@ -192,6 +194,31 @@ concurrent_creates() {
 # bats test_tags=soak
 @test "50 concurrent creates each get their own block; deleting them gives every block back" {
   concurrent_creates 50
+}
+
+@test "leases of two policies whose pools are offset by half a block never overlap: the second gets the next block that meets no lease, or is refused" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sleep 300
+  # b's blocks start 32768 ids into a's first block.
+  echo "{\"profile\": \"restricted\", \"idPool\": {\"start\": $POOL, \"count\": 1}}" > "$BATS_TEST_TMPDIR/a.json"
+  echo "{\"profile\": \"restricted\", \"idPool\": {\"start\": $((POOL + BLOCK / 2)), \"count\": 2}}" > "$BATS_TEST_TMPDIR/b.json"
+  run maka_io --policy "$BATS_TEST_TMPDIR/a.json" create -b "$BATS_TEST_TMPDIR/b" ua
+  [ "$status" -eq 0 ]
+  run maka_io --policy "$BATS_TEST_TMPDIR/b.json" create -b "$BATS_TEST_TMPDIR/b" ub
+  [ "$status" -eq 0 ]
+  [ "$(maka state ua | jq -r '.uidMappings[0].hostID')" = "$POOL" ]
+  # b's block 0 ([POOL+32768, POOL+98304)) meets ua's: ub gets block 1.
+  [ "$(maka state ub | jq -r '.uidMappings[0].hostID')" = $((POOL + BLOCK / 2 + BLOCK)) ]
+  ls "$MAKA_STATE_DIR/ids" | sort > "$BATS_TEST_TMPDIR/names"
+  diff "$BATS_TEST_TMPDIR/names" <(printf '%s\n' "$POOL-$BLOCK" "$((POOL + BLOCK / 2 + BLOCK))-$BLOCK" | sort)
+  # Each of b's blocks now meets a lease: refused, nothing left behind.
+  run maka_io --policy "$BATS_TEST_TMPDIR/b.json" create -b "$BATS_TEST_TMPDIR/b" uc
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"meet a range leased from another pool"* ]]
+  # (assert_nothing_left counts every waiting init: ua's and ub's)
+  [ ! -e "$MAKA_ROOT/uc" ]
+  [ -z "$(find "$MAKA_STATE_DIR" -name uc.json)" ]
+  [ -z "$(find /sys/fs/cgroup -type d -name uc)" ]
+  [ "$(leases | wc -l)" -eq 2 ]
 }
 
 @test "a crash after leasing and before the cgroup exists leaves a lease (and a root scaffold) that recover gives back" {

@@ -136,7 +136,8 @@ assert_sandbox_gone() {
   assert_nothing_left vd-fg
   run violations vd-fg
   [ "$status" -eq 0 ]
-  jq -e '[.[] | .syscall] == ["unshare", "mount", "unshare"]' <<<"$output"
+  # The second unshare folds into the first: one record, repeat 2.
+  jq -e '[.[] | .syscall] == ["unshare", "mount"] and .[0].repeat == 2 and .[0].last >= .[0].time' <<<"$output"
   # Pruning: kept a week by default; --older-than 0s removes it now.
   run maka violations --prune
   [ "$status" -eq 0 ]
@@ -311,6 +312,78 @@ assert_sandbox_gone() {
   done
 }
 
+# flood SECONDS [RECORDS BYTES RATE BURST]: under deny, three processes
+# loop on unshare (identical records: they fold) and a fourth with a new
+# process name each time (no two alike: the rate limit and the cap drop
+# them) for SECONDS, the journal bounded by the given limits (default:
+# maka's own, 4096 records, 1 MiB, 100/s after 1000). The journal stays
+# within its caps, every attempt is either in it (folded: its repeats) or
+# counted as suppressed, `maka violations` says so (JSON and table), and
+# the copy kept at delete is as bounded (issue 24: a 4-process flood left
+# 26,432 unfolded records, 4.6 MB, twice).
+flood() {
+  local secs=$1 records=${2:-4096} bytes=${3:-$MiB} rate=${4:-100} burst=${5:-1000} id=vflood
+  make_bundle "$BATS_TEST_TMPDIR/f" sh -c "for i in 1 2 3; do escape flood:$secs & done; escape flood-names:$secs & wait; echo done"
+  export MAKA_JOURNAL_LIMITS="records=$records,bytes=$bytes,rate=$rate,burst=$burst"
+  run_detached "$BATS_FILE_TMPDIR/deny.json" "$id" "$BATS_TEST_TMPDIR/f"
+  out=$(cat "$BATS_TEST_TMPDIR/$id.out")
+  echo "$out"
+  [[ "$out" == *done* ]]
+  [ "$(grep -c '^flood pid=' <<<"$out")" -eq 4 ]
+  local attempts refused named size lines
+  attempts=$(sed -n 's/^flood .* n=\([0-9]*\) .*/\1/p' <<<"$out" | awk '{ s += $1 } END { print s }')
+  refused=$(sed -n 's/^flood .* eperm=\([0-9]*\)$/\1/p' <<<"$out" | awk '{ s += $1 } END { print s }')
+  named=$(sed -n 's/^flood .* names=1 n=\([0-9]*\) .*/\1/p' <<<"$out")
+  size=$(stat -c %s "$MAKA_ROOT/$id/violations.jsonl")
+  lines=$(wc -l <"$MAKA_ROOT/$id/violations.jsonl")
+  echo "# flood ${secs}s: $attempts attempts ($named renamed); journal: $lines lines, $size bytes ($MAKA_JOURNAL_LIMITS)" >&3
+  [ "$refused" -eq "$attempts" ]   # deny: every one refused, none slipped through
+  [ "$size" -le "$bytes" ]
+  [ "$lines" -le "$records" ]
+  run violations "$id"
+  [ "$status" -eq 0 ]
+  # The three named escape fold into one record with a count; every
+  # attempt is in a record's count or in the suppressed count.
+  jq -e --argjson n "$attempts" '
+      ([.[] | select(.comm == "escape" and .syscall == "unshare")] | length == 1 and .[0].repeat > 3 and .[0].last > .[0].time)
+      and ([.[] | select(.type == "syscall") | (.repeat // 1)] | add) + ([.[] | select(.type == "suppressed") | .count] | add // 0) == $n' <<<"$output"
+  # More renamed attempts than the burst and the rate allow: some were
+  # suppressed, and said so.
+  if [ "$named" -gt $(( burst + rate * secs * 2 )) ]; then
+    jq -e '[.[] | select(.type == "suppressed")] | length == 1 and .[0].count > 0 and (.[0].detail | test("rate limit"))' <<<"$output"
+    run maka violations "$id"
+    [ "$status" -eq 0 ]
+    grep -E '^[0-9T:.Z-]+ +suppressed +drop +- +[0-9]+ record' <<<"$output"
+  fi
+  run maka violations "$id"
+  [ "$status" -eq 0 ]
+  # (WHAT continues on the next line past 80 columns)
+  tr -s ' \n' ' ' <<<"$output" | grep -E 'escape unshare\(0x10000000\) = EPERM x[0-9]+ \(last '
+  maka delete "$id"
+  assert_nothing_left "$id"
+  # The kept copy: as bounded, and the same count.
+  local kept
+  # (the store is <state-dir>/<key of the root>/history/ID/<created>/)
+  kept=$(find "$MAKA_STATE_DIR" -path "*/history/$id/*" -name violations.jsonl | sort | tail -n 1)
+  [ -n "$kept" ]
+  [ "$(stat -c %s "$kept")" -le "$bytes" ]
+  run violations "$id"
+  [ "$status" -eq 0 ]
+  jq -e --argjson n "$attempts" '([.[] | select(.type == "syscall") | (.repeat // 1)] | add) + ([.[] | select(.type == "suppressed") | .count] | add // 0) == $n' <<<"$output"
+  rm -rf "$(dirname "$(dirname "$kept")")"
+  unset MAKA_JOURNAL_LIMITS
+}
+
+@test "under deny, a 15 s unshare flood from four processes leaves a bounded, folded journal; suppressed records are counted; the kept copy is bounded" {
+  # Small limits (MAKA_JOURNAL_LIMITS): an emulated guest floods slowly.
+  flood 15 60 16384 2 10
+}
+
+# bats test_tags=soak
+@test "soak: a 60 s unshare flood under deny, maka's own limits, leaves a journal under 1 MiB" {
+  flood 60
+}
+
 @test "maka events streams violations as they happen, next to the stats" {
   make_bundle "$BATS_TEST_TMPDIR/e" sh -c 'sleep 2; escape bpf; sleep 100'
   maka_io --policy "$BATS_FILE_TMPDIR/deny.json" create --bundle "$BATS_TEST_TMPDIR/e" ve
@@ -327,6 +400,103 @@ assert_sandbox_gone() {
   [ "$(head -n 1 "$BATS_TEST_TMPDIR/ev" | jq -r .type)" = stats ]
   maka delete --force ve
   assert_nothing_left ve
+}
+
+# kill_monitor ID: SIGKILL the sandbox's monitor and wait until it is gone.
+kill_monitor() {
+  local mon
+  mon=$(cat "$MAKA_ROOT/$1/monitor.pid")
+  [ -n "$(cat "$MAKA_ROOT/$1/monitor.start")" ]
+  kill -KILL "$mon"
+  while [ -e "/proc/$mon" ] && [ "$(awk '{ print $3 }' "/proc/$mon/stat" 2>/dev/null)" != Z ]; do sleep 0.1; done
+}
+
+# wait_empty ID SECONDS: wait until the sandbox's cgroup has no process,
+# reading the cgroup only (no maka command).
+wait_empty() {
+  local cg deadline=$((SECONDS + $2))
+  cg=$(find /sys/fs/cgroup -type d -name "$1")
+  until grep -qx 'populated 0' "$cg/cgroup.events"; do
+    [ "$SECONDS" -lt "$deadline" ] || { echo "$1 still has processes $2 s after its monitor died" >&2; return 1; }
+    sleep 0.1
+  done
+}
+
+# guard_of MON: the pid of monitor MON's guard (its one child), once it
+# runs: the monitor starts it right after it answers the create.
+guard_of() {
+  local i g
+  for i in $(seq 1 100); do
+    g=$(pgrep -P "$1") && { echo "$g"; return 0; }
+    sleep 0.1
+  done
+  return 1
+}
+
+@test "fail closed: a detached sandbox dies with its monitor (SIGKILL), without any maka command; exec is refused, state says stopped, the record says why" {
+  make_bundle "$BATS_TEST_TMPDIR/m" sh -c 'sleep 1000'
+  maka_io --policy "$BATS_FILE_TMPDIR/deny.json" run -d --bundle "$BATS_TEST_TMPDIR/m" vguard
+  local mon guard
+  mon=$(cat "$MAKA_ROOT/vguard/monitor.pid")
+  guard=$(guard_of "$mon")
+  [ -n "$guard" ]
+  kill_monitor vguard
+  wait_empty vguard 30
+  assert_sandbox_gone vguard
+  [ ! -e "/proc/$guard" ] || [ "$(awk '{ print $3 }' "/proc/$guard/stat")" = Z ]
+  run --separate-stderr maka exec vguard echo ran
+  echo "$output / $stderr"
+  [ "$status" -ne 0 ]
+  [[ "$output" != *ran* ]]
+  run maka state vguard
+  jq -e '.status == "stopped"' <<<"$output"
+  run violations vguard
+  echo "$output"
+  jq -e '.[-1].type == "limit" and .[-1].kind == "monitor_lost" and .[-1].action == "kill"' <<<"$output"
+  maka delete vguard
+  assert_nothing_left vguard
+}
+
+@test "fail closed: with its guard killed too, the next command that meets the sandbox kills it: exec refused, cgroup empty, state stopped; recover does the same" {
+  make_bundle "$BATS_TEST_TMPDIR/m" sh -c 'sleep 1000'
+  local id mon cg
+  for id in vmon vmon2; do
+    maka_io --policy "$BATS_FILE_TMPDIR/deny.json" run -d --bundle "$BATS_TEST_TMPDIR/m" "$id"
+    mon=$(cat "$MAKA_ROOT/$id/monitor.pid")
+    local guard
+    guard=$(guard_of "$mon")
+    [ -n "$guard" ]
+    kill -KILL "$guard"   # the guard first: it cannot act
+    kill_monitor "$id"
+  done
+  # The sandbox still runs: nothing but a maka command can see it.
+  cg=$(find /sys/fs/cgroup -type d -name vmon)
+  [ -n "$(cat "$cg/cgroup.procs")" ]
+  run --separate-stderr maka exec vmon echo ran
+  echo "$output / $stderr"
+  [ "$status" -ne 0 ]
+  [[ "$output" != *ran* ]]
+  [[ "$stderr" == *"container vmon: its monitor is gone"*"killed (fail closed)"* ]]
+  assert_sandbox_gone vmon
+  run maka state vmon
+  [ "$status" -eq 0 ]
+  jq -e '.status == "stopped"' <<<"$output"
+  run violations vmon
+  echo "$output"
+  jq -e '.[-1].type == "limit" and .[-1].kind == "monitor_lost" and .[-1].action == "kill"' <<<"$output"
+  maka delete vmon
+  assert_nothing_left vmon
+  # recover: the same check, for every sandbox.
+  cg=$(find /sys/fs/cgroup -type d -name vmon2)
+  [ -n "$(cat "$cg/cgroup.procs")" ]
+  run maka recover --format json
+  echo "$output"
+  jq -e '.[] | select(.id == "vmon2") | .result == "recovered" and (.reason | test("monitor is gone"))' <<<"$output"
+  assert_sandbox_gone vmon2
+  run maka state vmon2
+  jq -e '.status == "stopped"' <<<"$output"
+  maka delete vmon2
+  assert_nothing_left vmon2
 }
 
 # no_raw_controls TEXT: TEXT holds no control byte (but newline and tab),

@@ -1,4 +1,4 @@
-package main
+package specconv
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ func TestMergeResourcesUpsertsThrottleDevices(t *testing.T) {
 	cur := &cgroups.Resources{BlkioThrottleReadBpsDevice: []*cgroups.ThrottleDevice{
 		cgroups.NewThrottleDevice(7, 0, 100), cgroups.NewThrottleDevice(8, 0, 200),
 	}}
-	mergeResources(cur, &cgroups.Resources{BlkioThrottleReadBpsDevice: []*cgroups.ThrottleDevice{
+	MergeResources(cur, &cgroups.Resources{BlkioThrottleReadBpsDevice: []*cgroups.ThrottleDevice{
 		cgroups.NewThrottleDevice(8, 0, 300), cgroups.NewThrottleDevice(9, 1, 400),
 	}})
 	got := map[string]uint64{}
@@ -22,26 +22,18 @@ func TestMergeResourcesUpsertsThrottleDevices(t *testing.T) {
 	}
 }
 
-func TestValidBlkioWeight(t *testing.T) {
-	for w, want := range map[uint64]bool{0: true, 5: false, 9: false, 10: true, 500: true, 1000: true, 1001: false} {
-		if got := validBlkioWeight(w); got != want {
-			t.Errorf("validBlkioWeight(%d) = %v, want %v", w, got, want)
-		}
-	}
-}
-
 // An idle change alone leaves cpu.weight unwritten, as runc does: the
 // kernel refuses a weight on an idle cgroup (runc's update.bats "update
 // cgroup cpu.idle" on a container created with shares).
 func TestMergeResourcesIdleWithoutShares(t *testing.T) {
 	one := int64(1)
 	cur := &cgroups.Resources{CpuShares: 100, CpuWeight: 4}
-	mergeResources(cur, &cgroups.Resources{CPUIdle: &one})
+	MergeResources(cur, &cgroups.Resources{CPUIdle: &one})
 	if cur.CpuWeight != 0 || cur.CpuShares != 0 || cur.CPUIdle == nil || *cur.CPUIdle != 1 {
 		t.Errorf("idle alone: weight %d shares %d idle %v", cur.CpuWeight, cur.CpuShares, cur.CPUIdle)
 	}
 	cur = &cgroups.Resources{CpuShares: 100, CpuWeight: 4}
-	mergeResources(cur, &cgroups.Resources{CPUIdle: &one, CpuShares: 200, CpuWeight: 8})
+	MergeResources(cur, &cgroups.Resources{CPUIdle: &one, CpuShares: 200, CpuWeight: 8})
 	if cur.CpuWeight != 8 {
 		t.Errorf("idle with shares: weight %d, want 8", cur.CpuWeight)
 	}
@@ -52,12 +44,25 @@ func TestMergeResourcesIdleWithoutShares(t *testing.T) {
 // shares.
 func TestMergeResourcesWeightByName(t *testing.T) {
 	cur := &cgroups.Resources{CpuWeight: 10, Unified: map[string]string{"cpu.weight": "42", "memory.min": "1"}}
-	mergeResources(cur, &cgroups.Resources{CpuShares: 1024, CpuWeight: 39})
+	MergeResources(cur, &cgroups.Resources{CpuShares: 1024, CpuWeight: 39})
 	if cur.CpuWeight != 39 || cur.Unified["cpu.weight"] != "" || cur.Unified["memory.min"] != "1" {
 		t.Errorf("after shares: weight %d, unified %v", cur.CpuWeight, cur.Unified)
 	}
-	mergeResources(cur, &cgroups.Resources{Unified: map[string]string{"cpu.weight": "16"}})
+	MergeResources(cur, &cgroups.Resources{Unified: map[string]string{"cpu.weight": "16"}})
 	if cur.CpuWeight != 16 || cur.CpuShares != 0 || len(cur.Unified) != 1 {
 		t.Errorf("after a weight by name: weight %d shares %d unified %v", cur.CpuWeight, cur.CpuShares, cur.Unified)
+	}
+}
+
+func TestMergeResourcesOnlyChangesWhatIsSet(t *testing.T) {
+	pids := int64(64)
+	cur := &cgroups.Resources{Memory: 1 << 30, MemorySwap: 1 << 30, PidsLimit: &pids, CpuQuota: 200000, CpuPeriod: 100000}
+	newPids := int64(10)
+	MergeResources(cur, &cgroups.Resources{PidsLimit: &newPids, CpusetCpus: "0"})
+	if cur.Memory != 1<<30 || cur.MemorySwap != 1<<30 || cur.CpuQuota != 200000 || cur.CpuPeriod != 100000 {
+		t.Errorf("unrelated limits changed: %+v", cur)
+	}
+	if *cur.PidsLimit != 10 || cur.CpusetCpus != "0" {
+		t.Errorf("update not applied: pids %d cpus %q", *cur.PidsLimit, cur.CpusetCpus)
 	}
 }
