@@ -81,7 +81,9 @@ refused() {
   sleep $MARK &
   pid=$!
   echo "$pid" > "$cg/cgroup.procs"
-  refused "$BASELINE" cg-busy /kubepods/busy "already exists: maka creates its sandbox's cgroup itself; container's cgroup is not empty: 1 process(es) found"
+  # Refused at the check now, before anything exists (baseline: a
+  # cgroupsPath never inside a cgroup that holds processes).
+  refused "$BASELINE" cg-busy /kubepods/busy "linux.cgroupsPath: /kubepods/busy already holds 1 process(es): a sandbox gets a cgroup of its own"
   [ "$(cat "$cg/cgroup.procs")" = "$pid" ]
   kill "$pid"; wait "$pid" 2>/dev/null || true
   echo 1 > "$cg/cgroup.freeze"

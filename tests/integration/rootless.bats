@@ -227,7 +227,8 @@ wait_for_status_rl() {
   [ "${lines[4]}" = 1000 ]
   run as_rl state r5
   [ "$(jq -c .uidMappings <<<"$output")" = "[{\"containerID\":0,\"hostID\":$RL_UID,\"size\":1},{\"containerID\":1,\"hostID\":365535,\"size\":65535}]" ]
-  [ "$(ls /home/rl/.local/share/maka/ids | sort | tr '\n' ' ')" = "300000 365535 " ]
+  # A lease file names its range: <first id>-<size>.
+  [ "$(ls /home/rl/.local/share/maka/ids | sort | tr '\n' ' ')" = "300000-65535 365535-65535 " ]
   as_rl delete -f r4
   as_rl delete -f r5
   [ -z "$(ls /home/rl/.local/share/maka/ids 2>/dev/null)" ]

@@ -9,16 +9,15 @@ work=$1 out=$2
 # without a page cache, and each exec of an 11 MB binary from it reads the
 # binary over 9p again (measured in one guest: `maka --version` 1.6-3.2 s
 # from the share, 0.4-0.7 s from /run). Every test calls maka many times.
-if [ -z "${MAKA_BINARY:-}" ]; then
-  repo=$(cd "$(dirname "$0")/../.." && pwd)
-  if [ -x "$repo/maka" ] && [ -d /run ] && [ -w /run ]; then
-    bin=$(mktemp -d /run/maka-under-test.XXXXXX)
-    # Searchable by all: rootless.bats runs it as an ordinary user.
-    chmod 0755 "$bin"
-    cp "$repo/maka" "$bin/maka"
-    trap 'rm -rf "$bin"' EXIT
-    export MAKA_BINARY=$bin/maka
-  fi
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+src=${MAKA_BINARY:-$repo/maka}
+if [ -x "$src" ] && [ -d /run ] && [ -w /run ]; then
+  bin=$(mktemp -d /run/maka-under-test.XXXXXX)
+  # Searchable by all: rootless.bats runs it as an ordinary user.
+  chmod 0755 "$bin"
+  cp "$src" "$bin/maka"
+  trap 'rm -rf "$bin"' EXIT
+  export MAKA_BINARY=$bin/maka
 fi
 flags=()
 eval "flags=(${BATS_FLAGS:-})"
