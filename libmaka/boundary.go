@@ -112,6 +112,10 @@ type Rootfs struct {
 	// the host root's files show as the sandbox's root's (read-only).
 	// Without it, in a user namespace they show as nobody.
 	IDMapped bool `json:"idmapped,omitempty"`
+	// Overlay: the root is one overlay (set at create by
+	// Op.BuildOverlayRoot): the root, read-only and idmapped, under a
+	// small tmpfs of the sandbox's own holding the mount points it lacks.
+	Overlay bool `json:"overlay,omitempty"`
 	// Missing are mount points the root lacks (resolved in the root,
 	// relative to it): maka provides them in a scaffold, never in the root.
 	Missing      []string `json:"missing,omitempty"`

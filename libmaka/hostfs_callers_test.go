@@ -236,15 +236,19 @@ var otherOpens = map[string]string{
 	"main.go: setupLogging: os.OpenFile":         callersPath,
 	"update.go: updateResources: os.ReadFile":    callersPath,
 	// bundleItem1
-	"libmaka/rootfs.go: MissingMountpoints: os.Open":      bundleItem1,
-	"libmaka/rootfs.go: MissingMountpoints: unix.Openat2": bundleItem1,
-	"libmaka/rootfs.go: scaffolder.allHidden: os.ReadDir": bundleItem1,
-	"libmaka/rootfs.go: Op.BuildRoot: unix.Open":          ownState,
-	"libmaka/rootfs.go: scaffolder.build: os.OpenFile":    bundleItem1,
-	"libmaka/rootfs.go: scaffolder.build: os.ReadDir":     bundleItem1,
-	"libmaka/rootfs.go: scaffolder.entry: os.OpenFile":    bundleItem1,
-	"libmaka/rootfs.go: scaffolder.entry: os.ReadDir":     bundleItem1,
-	"specconv/specconv.go: LoadSpec: os.ReadFile":         bundleItem1,
+	"libmaka/rootfs.go: MissingMountpoints: os.Open":         bundleItem1,
+	"libmaka/rootfs.go: MissingMountpoints: unix.Openat2":    bundleItem1,
+	"libmaka/rootfs.go: scaffolder.allHidden: os.ReadDir":    bundleItem1,
+	"libmaka/rootfs.go: Op.BuildRoot: unix.Open":             ownState,
+	"libmaka/overlayroot.go: Op.BuildOverlayRoot: unix.Open": ownState,
+	"libmaka/overlayroot.go: Op.stagePoint: os.OpenFile":     ownState,
+	"libmaka/overlayroot.go: mkdirBeneath: unix.Openat":      bundleItem1,
+	"libmaka/overlayroot.go: mkdirBeneath: unix.Openat2":     bundleItem1,
+	"libmaka/rootfs.go: scaffolder.build: os.OpenFile":       bundleItem1,
+	"libmaka/rootfs.go: scaffolder.build: os.ReadDir":        bundleItem1,
+	"libmaka/rootfs.go: scaffolder.entry: os.OpenFile":       bundleItem1,
+	"libmaka/rootfs.go: scaffolder.entry: os.ReadDir":        bundleItem1,
+	"specconv/specconv.go: LoadSpec: os.ReadFile":            bundleItem1,
 }
 
 // hostfsCallers are the callers of the helper's entry points: every

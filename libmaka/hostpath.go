@@ -471,6 +471,9 @@ type Staged struct {
 	Mounts map[int]string
 	// Namespaces[i] stands for b.Namespaces[i].Path.
 	Namespaces map[int]string
+	// UserNS: the user namespace is maka's own (BuildOverlayRoot), joined
+	// by its path: libcontainer reads its mappings from it.
+	UserNS bool
 }
 
 // StageBoundary opens the root, every bind source and every namespace

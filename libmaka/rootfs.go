@@ -219,7 +219,7 @@ func rootsDir(s *Store) string {
 // staged (rootless: the user's own files).
 func (op *Op) BuildRoot(b *Boundary, from string) error {
 	r := &b.Rootfs
-	if !r.Scaffolded() {
+	if !r.Scaffolded() || r.Overlay {
 		return nil
 	}
 	if !r.Readonly {

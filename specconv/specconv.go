@@ -261,7 +261,7 @@ func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
 	if b.Users.Source == libmaka.IDsFromPool && (len(b.UIDMappings) == 0 || len(b.GIDMappings) == 0) {
 		return nil, errors.New("the sandbox's user namespace has no ids yet: they are leased from the pool at create (libmaka.Op.LeaseIDs)")
 	}
-	if b.Rootfs.Scaffolded() && b.Rootfs.Scaffold == "" {
+	if b.Rootfs.Scaffolded() && b.Rootfs.Scaffold == "" && !b.Rootfs.Overlay {
 		return nil, errors.New("the sandbox's root has no scaffold yet: it is built at create (libmaka.Op.BuildRoot)")
 	}
 	spec, err := specOf(b, opts.Staged)
@@ -339,6 +339,10 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged) (*specs.Spec, error) {
 			ReadonlyPaths:     b.ReadonlyPaths,
 			MountLabel:        b.MountLabel,
 		},
+	}
+	if staged != nil && staged.UserNS {
+		// Joined by path: runc reads the mappings back from it.
+		spec.Linux.UIDMappings, spec.Linux.GIDMappings = nil, nil
 	}
 	for i, n := range b.Namespaces {
 		path := n.Path

@@ -264,6 +264,9 @@ func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specc
 	if staged != nil {
 		from = staged.Root
 	}
+	if _, err := op.BuildOverlayRoot(b, staged); err != nil {
+		return nil, err
+	}
 	if err := op.BuildRoot(b, from); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,278 @@
+package libmaka
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// The root as one overlay (issue 24 item 2; docs/dev/overlay-root.md): the
+// checked root, cloned from its staged descriptor and idmapped through the
+// sandbox's user namespace, read-only, is the lower layer of an overlay
+// whose upper layer is a small tmpfs of the sandbox's own. The mount points
+// the root lacks are made in the upper layer. libcontainer is handed the
+// overlay as the rootfs and joins the user namespace maka made: no
+// scaffold, no bind per entry of the root, no round trip per bind between
+// libcontainer's init and its parent.
+//
+// The user namespace is made by a holder: a 129-byte static program that
+// only pauses (pauseELF), started from a sealed memfd with CLONE_NEWUSER
+// and the sandbox's mappings, and killed once libcontainer's init has
+// joined its namespace (Op.End). libcontainer reads the mappings back from
+// /proc/<holder>/ns/user's own /proc entries.
+
+// pauseELF is a minimal x86-64 ELF executable: `1: pause(); goto 1`.
+var pauseELF = []byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00" +
+	"\x02\x00\x3e\x00\x01\x00\x00\x00\x78\x00\x40\x00\x00\x00\x00\x00" +
+	"\x40\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" +
+	"\x00\x00\x00\x00\x40\x00\x38\x00\x01\x00\x00\x00\x00\x00\x00\x00" +
+	"\x01\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" +
+	"\x00\x00\x40\x00\x00\x00\x00\x00\x00\x00\x40\x00\x00\x00\x00\x00" +
+	"\x81\x00\x00\x00\x00\x00\x00\x00\x81\x00\x00\x00\x00\x00\x00\x00" +
+	"\x00\x10\x00\x00\x00\x00\x00\x00\xb8\x22\x00\x00\x00\x0f\x05\xeb\xf7")
+
+// overlayUpperSize bounds the upper layer of a read-only root: it holds
+// only the mount points maka makes.
+const overlayUpperSize = 1 << 20
+
+// usernsHolder is a process that holds a user namespace of the sandbox's
+// mappings while libcontainer creates the sandbox in it.
+type usernsHolder struct {
+	cmd *exec.Cmd
+}
+
+func (h *usernsHolder) path() string {
+	return fmt.Sprintf("/proc/%d/ns/user", h.cmd.Process.Pid)
+}
+
+func (h *usernsHolder) stop() {
+	if h == nil || h.cmd == nil {
+		return
+	}
+	_ = h.cmd.Process.Kill()
+	_ = h.cmd.Wait()
+	h.cmd = nil
+}
+
+func startUsernsHolder(b *Boundary) (*usernsHolder, error) {
+	if runtime.GOARCH != "amd64" {
+		return nil, errors.ErrUnsupported
+	}
+	fd, err := unix.MemfdCreate("maka-userns", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "maka-userns")
+	defer f.Close()
+	if _, err := f.Write(pauseELF); err != nil {
+		return nil, err
+	}
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
+		return nil, err
+	}
+	maps := func(m []specs.LinuxIDMapping) []syscall.SysProcIDMap {
+		out := make([]syscall.SysProcIDMap, 0, len(m))
+		for _, e := range m {
+			out = append(out, syscall.SysProcIDMap{ContainerID: int(e.ContainerID), HostID: int(e.HostID), Size: int(e.Size)})
+		}
+		return out
+	}
+	// The path is resolved in the child, before its close-on-exec
+	// descriptors close: the memfd is ours, sealed.
+	cmd := exec.Command("/proc/self/fd/" + strconv.Itoa(fd))
+	cmd.Args = []string{"maka-userns"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: maps(b.UIDMappings),
+		GidMappings: maps(b.GIDMappings),
+		// libcontainer's init may set supplementary groups.
+		GidMappingsEnableSetgroups: true,
+		Pdeathsig:                  syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("user namespace: %w", err)
+	}
+	return &usernsHolder{cmd: cmd}, nil
+}
+
+// BuildOverlayRoot builds b's root as an overlay from the staged root when
+// the root is idmapped and staged (host root) and read-only, and returns
+// whether it did (false: the scaffold is built instead). The user
+// namespace's path goes to the staged namespaces.
+func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
+	r := &b.Rootfs
+	if staged == nil || !r.IDMapped || !r.Readonly || os.Getenv("MAKA_NO_OVERLAY_ROOT") != "" {
+		return false, nil
+	}
+	userIdx := slices.IndexFunc(b.Namespaces, func(n Namespace) bool { return n.Type == "user" && n.Path == "" })
+	if userIdx < 0 {
+		return false, nil
+	}
+	h, err := startUsernsHolder(b)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	op.holder = h
+	nsfd, err := unix.Open(h.path(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, fmt.Errorf("user namespace: %w", err)
+	}
+	defer unix.Close(nsfd)
+
+	// The lower layer: the staged root, cloned, idmapped, read-only.
+	rootfd, err := unix.Open(staged.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, fmt.Errorf("root.path: %w", err)
+	}
+	defer unix.Close(rootfd)
+	lower, err := op.stagePoint(true)
+	if err != nil {
+		return false, err
+	}
+	tree, err := unix.OpenTree(rootfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		return false, fmt.Errorf("root.path: open_tree: %w", err)
+	}
+	defer unix.Close(tree)
+	attr := unix.MountAttr{
+		Attr_set:    unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
+		Userns_fd:   uint64(nsfd),
+		Propagation: unix.MS_PRIVATE,
+	}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		return false, fmt.Errorf("root.path: idmapped mount: %w", err)
+	}
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, lower, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return false, fmt.Errorf("root.path: move_mount: %w", err)
+	}
+
+	// The upper layer: a tmpfs of the sandbox's root's.
+	upper, err := op.stagePoint(true)
+	if err != nil {
+		return false, err
+	}
+	if err := unix.Mount("tmpfs", upper, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
+		fmt.Sprintf("size=%d,mode=0700", overlayUpperSize)); err != nil {
+		return false, fmt.Errorf("root overlay: upper layer: %w", err)
+	}
+	uid, gid := int(mapID(b.UIDMappings, 0)), int(mapID(b.GIDMappings, 0))
+	for _, d := range []string{"u", "w"} {
+		p := filepath.Join(upper, d)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return false, fmt.Errorf("root overlay: %w", err)
+		}
+		if err := os.Chown(p, uid, gid); err != nil {
+			return false, fmt.Errorf("root overlay: %w", err)
+		}
+	}
+	root, err := op.stagePoint(true)
+	if err != nil {
+		return false, err
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", lower, filepath.Join(upper, "u"), filepath.Join(upper, "w"))
+	if err := unix.Mount("overlay", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return false, fmt.Errorf("root overlay: %w", err)
+	}
+	// The mount points the root lacks, made in the upper layer, below
+	// the overlay's root only (an entry of the root is the bundle
+	// author's to swap for a link meanwhile: never followed).
+	ofd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, fmt.Errorf("root overlay: %w", err)
+	}
+	defer unix.Close(ofd)
+	for _, m := range r.Missing {
+		if err := mkdirBeneath(ofd, m, uid, gid, false); err != nil {
+			return false, fmt.Errorf("root overlay: /%s: %w", m, err)
+		}
+	}
+	for _, m := range r.MissingFiles {
+		if err := mkdirBeneath(ofd, m, uid, gid, true); err != nil {
+			return false, fmt.Errorf("root overlay: /%s: %w", m, err)
+		}
+	}
+	staged.Root = root
+	staged.Namespaces[userIdx] = h.path()
+	staged.UserNS = true
+	r.Overlay = true
+	return true, nil
+}
+
+// stagePoint makes a new entry of the op's stage directory (a directory,
+// or a file) to mount on.
+func (op *Op) stagePoint(dir bool) (string, error) {
+	if op.staged == 0 {
+		return "", errors.New("stage: nothing staged yet")
+	}
+	op.staged++
+	dst := filepath.Join(stageDir(op.lock.store, op.ID), strconv.Itoa(op.staged))
+	if dir {
+		return dst, os.Mkdir(dst, 0o700)
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
+	if err == nil {
+		f.Close()
+	}
+	return dst, err
+}
+
+// mkdirBeneath makes the directories of rel below dirfd (and rel itself as
+// an empty file when file), following no link, owned by uid:gid.
+func mkdirBeneath(dirfd int, rel string, uid, gid int, file bool) error {
+	parts := strings.Split(strings.Trim(rel, "/"), "/")
+	cur, err := unix.Dup(dirfd)
+	if err != nil {
+		return err
+	}
+	defer func() { unix.Close(cur) }()
+	for i, p := range parts {
+		last := i == len(parts)-1
+		if last && file {
+			fd, err := unix.Openat(cur, p, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+			if err == nil {
+				err = unix.Fchown(fd, uid, gid)
+				unix.Close(fd)
+			}
+			if errors.Is(err, unix.EEXIST) {
+				return nil
+			}
+			return err
+		}
+		made := false
+		if err := unix.Mkdirat(cur, p, 0o755); err == nil {
+			made = true
+		} else if !errors.Is(err, unix.EEXIST) {
+			return err
+		}
+		next, err := unix.Openat2(cur, p, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
+			return err
+		}
+		if made {
+			if err := unix.Fchownat(next, "", uid, gid, unix.AT_EMPTY_PATH); err != nil {
+				unix.Close(next)
+				return err
+			}
+		}
+		unix.Close(cur)
+		cur = next
+	}
+	return nil
+}
