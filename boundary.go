@@ -185,8 +185,13 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 	row := func(k, format string, args ...any) { w.row(k, fmt.Sprintf(format, args...)) }
 	row("profile", "%s", b.Profile)
 	ro := "read-only"
-	if !b.Rootfs.Readonly {
+	switch {
+	case !b.Rootfs.Readonly:
 		ro = "WRITABLE"
+	case b.Rootfs.WritableView && b.Limits.TmpfsSize > 0:
+		ro = fmt.Sprintf("read-only, seen writable: writes land in a tmpfs of %s, gone with the sandbox", libmaka.FormatSize(b.Limits.TmpfsSize))
+	case b.Rootfs.WritableView:
+		ro = "read-only, seen writable: writes land in a tmpfs of the sandbox's, gone with it"
 	}
 	// (how the root is shown is decided only for a sandbox maka would run)
 	switch {

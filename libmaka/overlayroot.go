@@ -64,8 +64,11 @@ func (h *usernsHolder) stop() {
 	h.cmd = nil
 }
 
+// OverlayRootSupported: maka has a holder program for this architecture.
+func OverlayRootSupported() bool { return runtime.GOARCH == "amd64" }
+
 func startUsernsHolder(b *Boundary) (*usernsHolder, error) {
-	if runtime.GOARCH != "amd64" {
+	if !OverlayRootSupported() {
 		return nil, errors.ErrUnsupported
 	}
 	fd, err := unix.MemfdCreate("maka-userns", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
@@ -112,15 +115,22 @@ func startUsernsHolder(b *Boundary) (*usernsHolder, error) {
 // namespace's path goes to the staged namespaces.
 func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	r := &b.Rootfs
-	if staged == nil || !r.IDMapped || !r.Readonly || os.Getenv("MAKA_NO_OVERLAY_ROOT") != "" {
-		return false, nil
-	}
 	userIdx := slices.IndexFunc(b.Namespaces, func(n Namespace) bool { return n.Type == "user" && n.Path == "" })
-	if userIdx < 0 {
-		return false, nil
+	// The scaffold stays for what the overlay does not cover: no host
+	// root to stage with (rootless), a root the kernel cannot idmap, a
+	// user namespace config.json names, an architecture without a holder.
+	scaffold := staged == nil || !r.IDMapped || !r.Readonly || userIdx < 0 ||
+		(!r.WritableView && os.Getenv("MAKA_NO_OVERLAY_ROOT") != "")
+	var h *usernsHolder
+	var err error
+	if !scaffold {
+		h, err = startUsernsHolder(b)
+		scaffold = errors.Is(err, errors.ErrUnsupported)
 	}
-	h, err := startUsernsHolder(b)
-	if errors.Is(err, errors.ErrUnsupported) {
+	if scaffold {
+		if r.WritableView {
+			return false, errors.New("root.readonly: false asks for a writable view of the read-only root, which maka builds only as host root, on a root the kernel can idmap, in a user namespace of maka's own, on amd64")
+		}
 		return false, nil
 	}
 	if err != nil {
@@ -165,8 +175,18 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := unix.Mount("tmpfs", upper, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
-		fmt.Sprintf("size=%d,mode=0700", overlayUpperSize)); err != nil {
+	// A read-only root's upper layer holds only the mount points maka
+	// makes; a writable view's holds the sandbox's writes, as much as any
+	// of its tmpfs mounts may (its pages are charged to the sandbox's
+	// memory cgroup, which writes them).
+	upperOpts := fmt.Sprintf("size=%d,mode=0700", overlayUpperSize)
+	if r.WritableView {
+		upperOpts = "mode=0700"
+		if b.Limits.TmpfsSize > 0 {
+			upperOpts = fmt.Sprintf("size=%d,mode=0700", b.Limits.TmpfsSize)
+		}
+	}
+	if err := unix.Mount("tmpfs", upper, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, upperOpts); err != nil {
 		return false, fmt.Errorf("root overlay: upper layer: %w", err)
 	}
 	uid, gid := int(mapID(b.UIDMappings, 0)), int(mapID(b.GIDMappings, 0))
@@ -183,7 +203,20 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", lower, filepath.Join(upper, "u"), filepath.Join(upper, "w"))
+	// The layers are named by descriptor: the overlay's options show in
+	// the sandbox's own /proc/self/mountinfo, and a host path there would
+	// tell it where maka keeps its state.
+	lowerfd, err := unix.Open(lower, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, fmt.Errorf("root overlay: %w", err)
+	}
+	defer unix.Close(lowerfd)
+	upperfd, err := unix.Open(upper, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, fmt.Errorf("root overlay: %w", err)
+	}
+	defer unix.Close(upperfd)
+	opts := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d/u,workdir=/proc/self/fd/%d/w,userxattr", lowerfd, upperfd, upperfd)
 	if err := unix.Mount("overlay", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return false, fmt.Errorf("root overlay: %w", err)
 	}

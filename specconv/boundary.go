@@ -295,6 +295,7 @@ func compile(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, Verdi
 		v.Items = []Item{}
 	}
 	b := summarise(ns, policy, c.timeout, c.defaultSeccomp)
+	b.Rootfs.WritableView = c.writableView
 	b.Syscalls.Narrowed = c.seccompNarrowed
 	if !v.Allowed {
 		return b, v, &RejectedError{Verdict: v}
@@ -349,6 +350,9 @@ type checker struct {
 	// exec: checking a process exec'd into an existing container, whose
 	// missing capabilities mean the container's own.
 	exec bool
+	// writableView: root.readonly false under a policy that does not let
+	// the root be written (checkRoot).
+	writableView bool
 }
 
 func (c *checker) reject(field, allow, format string, args ...any) {
@@ -371,13 +375,23 @@ func (c *checker) run() {
 	c.checkTimeout()
 }
 
+// checkRoot: the trusted root is never written unless the policy lets
+// config.json write its own (writableRootfs: an engine's per-container
+// root). Otherwise root.readonly false asks for a writable view: the root
+// stays read-only under an overlay whose writes land in a tmpfs of the
+// sandbox's own, bounded by its tmpfs limit, gone with it
+// (libmaka.Op.BuildOverlayRoot). Rootless maka has no host root to build
+// it with.
 func (c *checker) checkRoot() {
-	if !c.spec.Root.Readonly {
-		if c.policy.WritableRootfs {
-			return
-		}
-		c.reject("root.readonly", `"writableRootfs": true`, "a writable root filesystem is not allowed by %s: set root.readonly to true", c.profile())
+	if c.spec.Root.Readonly || c.policy.WritableRootfs {
+		return
 	}
+	if c.policy.Rootless != nil {
+		c.reject("root.readonly", `"writableRootfs": true`, "a writable root filesystem is not allowed by %s, and rootless maka cannot give a writable view of a read-only one: set root.readonly to true", c.profile())
+		return
+	}
+	c.spec.Root.Readonly = true
+	c.writableView = true
 }
 
 func (c *checker) checkProcess() {

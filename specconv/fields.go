@@ -58,7 +58,7 @@ var fieldClasses = []FieldClass{
 	{"process.execCPUAffinity", Modelled, true, "affinity, which the kernel keeps within the sandbox's cpuset"},
 	{"root", Modelled, false, ""},
 	{"root.path", Modelled, false, "resolved, then checked like a bind source (never /, /etc, ... nor maka's own state)"},
-	{"root.readonly", Modelled, false, "false needs the policy's writableRootfs"},
+	{"root.readonly", Modelled, false, "false: the root itself is written only under the policy's writableRootfs; otherwise the sandbox sees a writable view of it (writes land in a tmpfs of its own)"},
 	{"hostname", Modelled, false, "in the sandbox's own UTS namespace"},
 	{"domainname", Modelled, false, "in the sandbox's own UTS namespace"},
 	{"mounts", Modelled, false, "binds against bindPaths, tmpfs sizes against the ceilings, system filesystems at their own places only"},

@@ -21,23 +21,24 @@ func TestRejectionGroupsCapabilities(t *testing.T) {
 	s.Process.Capabilities.Permitted = podmanCaps
 	s.Process.Capabilities.Ambient = nil
 	s.Process.Capabilities.Inheritable = nil
-	s.Root.Readonly = false
+	s.Linux.Sysctl = map[string]string{"kernel.panic": "1"}
 	_, err := ToBoundary(s, policy(t, "restricted"))
 	items := rejectedItems(t, err)
 	if want := 3*len(podmanCaps) + 1; len(items) != want {
 		t.Fatalf("%d items, want %d (one per field): %v", len(items), want, items)
 	}
 	lines := strings.Split(err.Error(), "\n")
-	// checkRoot comes first: root.readonly is the first reason.
-	want := fmt.Sprintf("BOUNDARY_REJECTED: %d items refused by profile restricted: root.readonly, process.capabilities (%d capabilities)", len(items), len(podmanCaps))
+	// Items keep the checks' order: the capabilities (checkProcess)
+	// before the sysctl (checkLinux).
+	want := fmt.Sprintf("BOUNDARY_REJECTED: %d items refused by profile restricted: process.capabilities (%d capabilities), linux.sysctl[\"kernel.panic\"]", len(items), len(podmanCaps))
 	if lines[0] != want {
 		t.Errorf("first line:\n got %q\nwant %q", lines[0], want)
 	}
 	if len(lines) != 1+len(podmanCaps)+1 {
-		t.Errorf("%d lines, want the first, one per capability and root.readonly's:\n%s", len(lines), err)
+		t.Errorf("%d lines, want the first, one per capability and the sysctl's:\n%s", len(lines), err)
 	}
 	wantLine := `  process.capabilities: CAP_CHOWN (bounding, effective, permitted) is not allowed by profile restricted (policy: "capabilities": [..., "CAP_CHOWN"])`
-	if lines[2] != wantLine {
+	if lines[1] != wantLine {
 		t.Errorf("capability line:\n got %q\nwant %q", lines[2], wantLine)
 	}
 	for _, l := range lines[1:] {
@@ -45,12 +46,12 @@ func TestRejectionGroupsCapabilities(t *testing.T) {
 			t.Errorf("a line per capability set: %q", l)
 		}
 	}
-	if !strings.HasPrefix(lines[1], "  root.readonly: ") {
-		t.Errorf("second line %q, want root.readonly's", lines[1])
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "  linux.sysctl") {
+		t.Errorf("last line %q, want the sysctl's", last)
 	}
 	// The JSON (maka boundary's verdict.items, the JSON log's items) is
 	// unchanged: one item per field, no grouping keys.
-	data, err := json.Marshal(items[1])
+	data, err := json.Marshal(items[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -318,8 +318,10 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged) (*specs.Spec, error) {
 		mounts = append(slices.Clone(b.Rootfs.Binds), mounts...)
 	}
 	spec := &specs.Spec{
-		Version:     specs.Version,
-		Root:        &specs.Root{Path: root, Readonly: b.Rootfs.Readonly},
+		Version: specs.Version,
+		// A writable view: the overlay is writable, the root under it
+		// read-only (its lower layer).
+		Root:        &specs.Root{Path: root, Readonly: b.Rootfs.Readonly && !b.Rootfs.WritableView},
 		Process:     ProcessOf(b),
 		Hostname:    b.Hostname,
 		Domainname:  b.Domainname,

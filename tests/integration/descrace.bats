@@ -18,8 +18,10 @@
 # the guest's network namespace. Each test prints its counts (ran,
 # refused, exchanges made) on fd 3.
 #
-# make test runs MAKA_DESCRACE_N (5) sandboxes per swap; the soak tag runs
-# MAKA_DESCRACE_SOAK_N (100). The swapper pauses MAKA_DESCRACE_PAUSE_US
+# make test runs MAKA_DESCRACE_N (100) sandboxes with the root, a bind
+# source and the namespace path swapped at once, and MAKA_DESCRACE_ENTRY_N
+# (5) with the root's entry swapped (restricted); the soak tag runs
+# MAKA_DESCRACE_SOAK_N (100) per swap, each swap alone. The swapper pauses MAKA_DESCRACE_PAUSE_US
 # (200) after each exchange: flat out, it starves an emulated guest (30
 # runs took 20 minutes).
 
@@ -200,20 +202,37 @@ netns_race() {
   race netns "$d" "$1" own_netns
 }
 
-@test "a bind source swapped for a symlink to /etc during create: no sandbox reads the host's /etc" {
-  bind_race "${MAKA_DESCRACE_N:-5}"
+# all_race N: the root, a bind source and the namespace path swapped at
+# once (three exchangers) while N sandboxes run one after another.
+all_race() {
+  require_binary unshare
+  local d=$BATS_FILE_TMPDIR/all ns=$BATS_FILE_TMPDIR/nsall
+  rm -rf "$d" && mkdir -p "$d/src" "$ns/cur" "$ns/evil"
+  cp -a "$MAKA_ROOTFS" "$d/rootfs"
+  echo safe > "$d/src/file"
+  ln -s / "$d/evil-root"
+  ln -s /etc "$d/evil-src"
+  touch "$ns/cur/net"
+  unshare --net="$ns/cur/net" true
+  ln -s /proc/1/ns/net "$ns/evil/net"
+  make_bundle "$d" sh -c "$(probe)"
+  update_config "$d" '.root.path = $r
+      | .mounts += [{destination: "/src", type: "bind", source: $s, options: ["rbind", "ro"]}]
+      | .linux.namespaces |= map(if .type == "network" then .path = $p else . end)' \
+    --arg r "$d/rootfs" --arg s "$d/src" --arg p "$ns/cur/net"
+  start_swapper "$d/rootfs" "$d/evil-root" "$d/src" "$d/evil-src" "$ns/cur" "$ns/evil"
+  race all "$d" "$1" seen_nothing
 }
 
-@test "the bundle's root swapped for a symlink to / during create: no sandbox runs on the host's /" {
-  root_race "${MAKA_DESCRACE_N:-5}"
+# seen_nothing FILE: neither a marker nor the host's network namespace.
+seen_nothing() { no_marker "$1" && own_netns "$1"; }
+
+@test "the root, a bind source and a namespace path swapped for host paths at once while MAKA_DESCRACE_N (100) sandboxes are created: none sees a host file or joins the host's network namespace" {
+  all_race "${MAKA_DESCRACE_N:-100}"
 }
 
 @test "an entry of the root swapped for a symlink to a host directory during create: no sandbox reads it" {
-  entry_race "${MAKA_DESCRACE_N:-5}"
-}
-
-@test "a namespace path swapped for the host's during create: no sandbox joins the host's network namespace" {
-  netns_race "${MAKA_DESCRACE_N:-5}"
+  entry_race "${MAKA_DESCRACE_ENTRY_N:-5}"
 }
 
 @test "a staged bind source is reachable by no other local user: its stage directory is root's, searchable only by the sandbox's own group" {
@@ -254,7 +273,7 @@ netns_race() {
 }
 
 # bats test_tags=soak
-@test "soak: MAKA_DESCRACE_SOAK_N sandboxes per swap, bind source, root, root entry and namespace path: none sees the host" {
+@test "soak: MAKA_DESCRACE_SOAK_N sandboxes per swap, each swap alone (bind source, root, root entry, namespace path): none sees the host" {
   bind_race "${MAKA_DESCRACE_SOAK_N:-100}"
   root_race "${MAKA_DESCRACE_SOAK_N:-100}"
   entry_race "${MAKA_DESCRACE_SOAK_N:-100}"
