@@ -302,7 +302,6 @@ func (op *Op) BuildRoot(b *Boundary, from string) error {
 		r.Binds = append(r.Binds, specs.Mount{Destination: "/" + e, Type: "bind", Source: src, Options: opts})
 	}
 	r.Scaffold = dir
-	CrashPoint(op.Command + ":root-built")
 	return nil
 }
 

@@ -270,6 +270,7 @@ func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specc
 	if err := op.BuildRoot(b, from); err != nil {
 		return nil, err
 	}
+	libmaka.CrashPoint(op.Command + ":root-built")
 	phase.Mark("root build")
 	opts.Staged = staged
 	conv, err := specconv.ToLibcontainer(b, opts)

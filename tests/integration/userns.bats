@@ -129,7 +129,7 @@ leases() {
   [ "${lines[1]}" = 0 ]    # idmapped: the root's files are the sandbox's root's
   [ "${lines[2]}" = WROTE ]
   # Its writes are bounded: the view holds at most the tmpfs limit.
-  run restricted exec uv sh -c 'head -c 200000000 /dev/zero > /fill; echo "exit $?"; ls -l /fill | awk "{print \$5}"'
+  run restricted exec uv sh -c 'head -c 200000000 /dev/zero 2>/dev/null > /fill; echo "exit $?"; ls -l /fill | awk "{print \$5}"'
   echo "$output"
   [ "${lines[0]}" != "exit 0" ]
   [ "${lines[1]}" -le $((128 * 1048576)) ]
