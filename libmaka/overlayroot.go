@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -41,9 +42,15 @@ var pauseELF = []byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00" 
 	"\x81\x00\x00\x00\x00\x00\x00\x00\x81\x00\x00\x00\x00\x00\x00\x00" +
 	"\x00\x10\x00\x00\x00\x00\x00\x00\xb8\x22\x00\x00\x00\x0f\x05\xeb\xf7")
 
-// overlayUpperSize bounds the upper layer of a read-only root: it holds
-// only the mount points maka makes.
-const overlayUpperSize = 1 << 20
+// overlayUpperSize and overlayUpperInodes bound the upper layer of a
+// read-only root: it holds only the mount points maka makes.
+// viewUpperInodes bounds a writable view's, as specconv bounds any tmpfs's
+// nr_inodes (maxTmpfsInodes).
+const (
+	overlayUpperSize   = 1 << 20
+	overlayUpperInodes = 4096
+	viewUpperInodes    = 1 << 20
+)
 
 // usernsHolder is a process that holds a user namespace of the sandbox's
 // mappings while libcontainer creates the sandbox in it.
@@ -64,16 +71,59 @@ func (h *usernsHolder) stop() {
 	h.cmd = nil
 }
 
-// OverlayRootSupported: maka has a holder program for this architecture.
-func OverlayRootSupported() bool { return runtime.GOARCH == "amd64" }
+// OverlayRootSupported: maka has a holder program for this architecture,
+// and the kernel takes an idmapped overlay layer (5.19) with user xattrs on
+// a tmpfs upper layer (6.6: below it a writable view cannot remove a
+// directory of the root and make it again).
+var OverlayRootSupported = sync.OnceValue(func() bool {
+	if runtime.GOARCH != "amd64" {
+		return false
+	}
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return false
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 6 || (major == 6 && minor >= 6)
+})
+
+// holderSpawner starts holders from one OS thread that never exits: a
+// child's Pdeathsig fires when the *thread* that forked it ends, and Go
+// ends a thread whenever a goroutine locked to it returns (libcontainer's
+// own do, in a long-lived program): the holder would die before
+// libcontainer's init joins its namespace.
+var holderSpawner = sync.OnceValue(func() chan spawnRequest {
+	ch := make(chan spawnRequest)
+	go func() {
+		runtime.LockOSThread()
+		for r := range ch {
+			r.done <- r.cmd.Start()
+		}
+	}()
+	return ch
+})
+
+type spawnRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
 
 func startUsernsHolder(b *Boundary) (*usernsHolder, error) {
 	if !OverlayRootSupported() {
 		return nil, errors.ErrUnsupported
 	}
-	fd, err := unix.MemfdCreate("maka-userns", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	// An executable memfd must be asked for where vm.memfd_noexec makes
+	// them non-executable by default (6.3); older kernels know no MFD_EXEC.
+	fd, err := unix.MemfdCreate("maka-userns", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
+	if errors.Is(err, unix.EINVAL) {
+		fd, err = unix.MemfdCreate("maka-userns", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	}
 	if err != nil {
-		return nil, err
+		// vm.memfd_noexec=2 refuses executable memfds: the scaffold.
+		return nil, fmt.Errorf("user namespace holder: %w: %w", err, errors.ErrUnsupported)
 	}
 	f := os.NewFile(uintptr(fd), "maka-userns")
 	defer f.Close()
@@ -101,9 +151,20 @@ func startUsernsHolder(b *Boundary) (*usernsHolder, error) {
 		GidMappings: maps(b.GIDMappings),
 		// libcontainer's init may set supplementary groups.
 		GidMappingsEnableSetgroups: true,
-		Pdeathsig:                  syscall.SIGKILL,
+		// It runs as the sandbox's root (a host id of the leased block),
+		// never as host root, in a process group of its own (a terminal's
+		// ^C or ^Z to a foreground run is not for it), and dies with maka.
+		Credential: &syscall.Credential{Uid: 0, Gid: 0},
+		Setpgid:    true,
+		Pdeathsig:  syscall.SIGKILL,
 	}
-	if err := cmd.Start(); err != nil {
+	done := make(chan error, 1)
+	holderSpawner() <- spawnRequest{cmd: cmd, done: done}
+	if err := <-done; err != nil {
+		if errors.Is(err, unix.EACCES) {
+			// A noexec memfd (vm.memfd_noexec): the scaffold.
+			err = fmt.Errorf("%w: %w", err, errors.ErrUnsupported)
+		}
 		return nil, fmt.Errorf("user namespace: %w", err)
 	}
 	return &usernsHolder{cmd: cmd}, nil
@@ -121,6 +182,21 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	// user namespace config.json names, an architecture without a holder.
 	scaffold := staged == nil || !r.IDMapped || !r.Readonly || userIdx < 0 ||
 		(!r.WritableView && os.Getenv("MAKA_NO_OVERLAY_ROOT") != "")
+	if !scaffold {
+		// An overlay's layer does not cross mount points: a mount below
+		// the root (an admin's, hiding part of it) would vanish and show
+		// what it covers. The scaffold binds each entry recursively.
+		below, err := mountsBelow(staged.Root)
+		if err != nil {
+			return false, err
+		}
+		if below != "" {
+			if r.WritableView {
+				return false, fmt.Errorf("root.readonly: false asks for a writable view of %s, which has a mount below it (%s) that the view cannot show: set root.readonly to true", r.Path, below)
+			}
+			scaffold = true
+		}
+	}
 	var h *usernsHolder
 	var err error
 	if !scaffold {
@@ -129,7 +205,7 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	}
 	if scaffold {
 		if r.WritableView {
-			return false, errors.New("root.readonly: false asks for a writable view of the read-only root, which maka builds only as host root, on a root the kernel can idmap, in a user namespace of maka's own, on amd64")
+			return false, errors.New("root.readonly: false asks for a writable view of the read-only root, which maka builds only as host root, on a root the kernel can idmap, in a user namespace of maka's own, on amd64 with Linux 6.6 or later")
 		}
 		return false, nil
 	}
@@ -179,12 +255,17 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	// makes; a writable view's holds the sandbox's writes, as much as any
 	// of its tmpfs mounts may (its pages are charged to the sandbox's
 	// memory cgroup, which writes them).
-	upperOpts := fmt.Sprintf("size=%d,mode=0700", overlayUpperSize)
+	// Inodes are kernel memory: bounded too (the mount points maka
+	// makes are config.json's to ask for, and maka makes them as host
+	// root, charged to whoever runs maka).
+	upperOpts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", overlayUpperSize, overlayUpperInodes)
 	if r.WritableView {
-		upperOpts = "mode=0700"
-		if b.Limits.TmpfsSize > 0 {
-			upperOpts = fmt.Sprintf("size=%d,mode=0700", b.Limits.TmpfsSize)
+		size := b.Limits.TmpfsSize
+		if size <= 0 {
+			// No tmpfs limit in the policy: still not half the host's RAM.
+			size = defaultLimits.TmpfsSize
 		}
+		upperOpts = fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, viewUpperInodes)
 	}
 	if err := unix.Mount("tmpfs", upper, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, upperOpts); err != nil {
 		return false, fmt.Errorf("root overlay: upper layer: %w", err)
@@ -308,4 +389,20 @@ func mkdirBeneath(dirfd int, rel string, uid, gid int, file bool) error {
 		cur = next
 	}
 	return nil
+}
+
+// mountsBelow returns the first mount point strictly below dir (as
+// /proc/self/mountinfo shows it), or "".
+func mountsBelow(dir string) (string, error) {
+	mounts, err := readMountinfo()
+	if err != nil {
+		return "", err
+	}
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	for _, m := range mounts {
+		if strings.HasPrefix(m.point, prefix) {
+			return m.point, nil
+		}
+	}
+	return "", nil
 }

@@ -70,9 +70,6 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 		afterKill()
 	}
 	monitor.Stop(stateDir)
-	if err := monitor.RemoveCgroup(stateDir); err != nil {
-		return false, err
-	}
 	phase.Mark("teardown: monitor")
 	CrashPoint(command + ":mid-delete")
 	var hookErr error
@@ -87,6 +84,12 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 		if err := killCgroup(rec.CgroupPath, rec.CgroupID, rec.Created, KillTimeout); err != nil {
 			return false, err
 		}
+	}
+	// The monitor's own cgroup once the sandbox is dead (a cgroup that
+	// will not go keeps the record for recover, never a live sandbox
+	// without its monitor).
+	if err := monitor.RemoveCgroup(stateDir); err != nil {
+		return false, err
 	}
 	if err := unmountBelow(stateDir); err != nil {
 		return false, err
