@@ -168,6 +168,26 @@ leases() {
     [ "$(tr -d '\0' < "$p/cmdline" 2>/dev/null)" != maka-userns ] || { echo "holder $p left"; false; }
   done
   [ "$(find "$MAKA_ROOTFS" -xdev -printf '%p %y %s %m %U %T@\n' | sort | sha256sum)" = "$sum_before" ]
+  # A root with a mount below it: an overlay's layer would not show that
+  # mount (but what it covers), so the root is assembled as before, the
+  # mount shown; a writable view of it is refused, naming the field.
+  local r=$BATS_TEST_TMPDIR/subroot
+  cp -a "$MAKA_ROOTFS" "$r"
+  mkdir -p "$r/opt" && echo covered > "$r/opt/f"
+  mount -t tmpfs -o size=1m tmpfs "$r/opt"
+  echo submount > "$r/opt/f"
+  update_config "$BATS_TEST_TMPDIR/b" '.root.path = $r | .process.args = ["cat", "/opt/f"]' --arg r "$r"
+  run maka_io --policy "$BATS_FILE_TMPDIR/restricted.json" run -b "$BATS_TEST_TMPDIR/b" uv-sub
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$output" = submount ]
+  update_config "$BATS_TEST_TMPDIR/b" '.root.readonly = false'
+  run maka_io --policy "$BATS_FILE_TMPDIR/restricted.json" run -b "$BATS_TEST_TMPDIR/b" uv-sub
+  echo "$output"
+  umount "$r/opt"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"root.readonly: false asks for a writable view of $r, which has a mount below it"* ]]
+  assert_nothing_left uv-sub
 }
 
 @test "config.json's own mappings: refused under restricted; under baseline a delegated block is applied; a host file bound read-only stays unwritten, read-write needs idmap" {
