@@ -229,10 +229,11 @@ all_race() {
       | .mounts += [{destination: "/src", type: "bind", source: $s, options: ["rbind", "ro"]}]
       | .linux.namespaces |= map(if .type == "network" then .path = $p else . end)' \
     --arg r "$d/rootfs" --arg s "$d/src" --arg p "$ns/cur/net"
-  # Three pairs at once: the checked state of each lasts 1 ms, the
-  # swapped one 0.2 ms (at 50/50 each, a run rarely meets all three in
-  # their checked state).
-  start_swapper -g 1000 "$d/rootfs" "$d/evil-root" "$d/src" "$d/evil-src" "$ns/cur" "$ns/evil"
+  # Three pairs at once: the checked state of each lasts 3 ms, the
+  # swapped one 0.2 ms. At 1 ms against 0.2 (85 % checked), 3 runs in 100
+  # met every name in its checked state and ran: a run resolves these
+  # names some twenty times (0.85^20 = 0.04) before it holds descriptors.
+  start_swapper -g 3000 "$d/rootfs" "$d/evil-root" "$d/src" "$d/evil-src" "$ns/cur" "$ns/evil"
   race all "$d" "$1" seen_nothing
 }
 
