@@ -105,8 +105,11 @@ race() {
       ran=$((ran + 1))
     else
       refused=$((refused + 1))
-      # Refused cleanly: nothing left behind.
-      maka delete --force "dr-$name-$i" >/dev/null 2>&1 || true
+      # Refused cleanly: nothing left behind (a refusal at the check, the
+      # common case, leaves no state to delete: no second maka start).
+      if [ -e "$MAKA_ROOT/dr-$name-$i" ] || [ -n "$(find "$MAKA_STATE_DIR" -name "dr-$name-$i.json" 2>/dev/null)" ]; then
+        maka delete --force "dr-$name-$i" >/dev/null 2>&1 || true
+      fi
     fi
     if ! "$check" "$out"; then
       breached=$((breached + 1))
