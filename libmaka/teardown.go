@@ -70,6 +70,12 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 		afterKill()
 	}
 	monitor.Stop(stateDir)
+	// Its cgroup goes once the sandbox is dead (below); libcontainer's
+	// destroy removes the state directory that names it.
+	monCgroup, err := monitor.CgroupOf(stateDir)
+	if err != nil {
+		return false, err
+	}
 	phase.Mark("teardown: monitor")
 	CrashPoint(command + ":mid-delete")
 	var hookErr error
@@ -88,7 +94,7 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 	// The monitor's own cgroup once the sandbox is dead (a cgroup that
 	// will not go keeps the record for recover, never a live sandbox
 	// without its monitor).
-	if err := monitor.RemoveCgroup(stateDir); err != nil {
+	if err := monitor.RemoveCgroupPath(monCgroup); err != nil {
 		return false, err
 	}
 	if err := unmountBelow(stateDir); err != nil {

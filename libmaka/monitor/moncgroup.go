@@ -105,9 +105,26 @@ func cgroupOfState(stateDir string) (string, error) {
 // cgroup it cannot remove is an error: the teardown keeps the record, and
 // recover tries again.
 func RemoveCgroup(stateDir string) error {
-	p, err := cgroupOfState(stateDir)
-	if err != nil || p == "" {
+	p, err := CgroupOf(stateDir)
+	if err != nil {
 		return err
+	}
+	return RemoveCgroupPath(p)
+}
+
+// CgroupOf is the cgroup of the monitor of the sandbox whose state
+// directory is stateDir ("": none), for RemoveCgroupPath once that
+// directory may be gone (libcontainer's destroy removes it).
+func CgroupOf(stateDir string) (string, error) { return cgroupOfState(stateDir) }
+
+// RemoveCgroupPath removes a monitor's cgroup p (from CgroupOf; "" is
+// nothing to do), killing what is left in it first.
+func RemoveCgroupPath(p string) error {
+	if p == "" {
+		return nil
+	}
+	if filepath.Dir(p) != MonitorsCgroup {
+		return fmt.Errorf("%q is not a monitor's cgroup", p)
 	}
 	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 		return nil

@@ -40,4 +40,11 @@ func TestCgroupOfStateStaysBelowTheMonitors(t *testing.T) {
 	if err := RemoveCgroup(state); err != nil {
 		t.Errorf("a cgroup already gone: %v", err)
 	}
+	// The path kept across libcontainer's destroy is checked again.
+	if err := RemoveCgroupPath("/sys/fs/cgroup/maka/box"); err == nil {
+		t.Error("RemoveCgroupPath took a path outside the monitors' cgroups")
+	}
+	if err := RemoveCgroupPath(""); err != nil {
+		t.Errorf("no cgroup: %v", err)
+	}
 }
