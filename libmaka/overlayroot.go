@@ -270,6 +270,9 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	if err := unix.Mount("tmpfs", upper, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, upperOpts); err != nil {
 		return false, fmt.Errorf("root overlay: upper layer: %w", err)
 	}
+	if err := makePrivate(upper); err != nil {
+		return false, err
+	}
 	uid, gid := int(mapID(b.UIDMappings, 0)), int(mapID(b.GIDMappings, 0))
 	for _, d := range []string{"u", "w"} {
 		p := filepath.Join(upper, d)
@@ -300,6 +303,9 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	opts := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d/u,workdir=/proc/self/fd/%d/w,userxattr", lowerfd, upperfd, upperfd)
 	if err := unix.Mount("overlay", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return false, fmt.Errorf("root overlay: %w", err)
+	}
+	if err := makePrivate(root); err != nil {
+		return false, err
 	}
 	// The mount points the root lacks, made in the upper layer, below
 	// the overlay's root only (an entry of the root is the bundle
@@ -405,4 +411,17 @@ func mountsBelow(dir string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// makePrivate: a mount made with mount(2) joins its parent's peer group
+// (a state directory under a shared / on systemd hosts): made private,
+// what is mounted below it later (libcontainer's work on the root) does
+// not propagate into other mount namespaces. (The copy a shared parent
+// propagates at mount time is the stage directory's to prevent, by being
+// a private mount of its own: not done yet, docs/dev/status.md.)
+func makePrivate(path string) error {
+	if err := unix.Mount("", path, "", unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("root overlay: %s: private: %w", path, err)
+	}
+	return nil
 }
