@@ -122,10 +122,15 @@ type ContainerRecord struct {
 	// CgroupPath, published right after creating it: 0 while it does not
 	// exist yet (or if the create died before recording it). maka kills
 	// and removes only the cgroup with this id (cgroupid.go).
-	CgroupID uint64    `json:"cgroupID,omitempty"`
-	Created  time.Time `json:"created"`
-	Stage    Stage     `json:"stage"`
-	Owner    Owner     `json:"owner"`
+	CgroupID uint64 `json:"cgroupID,omitempty"`
+	// MonitorCgroup is the cgroup of its detached monitor (a child of
+	// monitor.MonitorsCgroup), kept here too: a teardown that finds the
+	// state directory naming it gone (lost, removed by hand) still removes
+	// it.
+	MonitorCgroup string    `json:"monitorCgroup,omitempty"`
+	Created       time.Time `json:"created"`
+	Stage         Stage     `json:"stage"`
+	Owner         Owner     `json:"owner"`
 	// Attached: the container lives only as long as Owner (a foreground
 	// `maka run`, which deletes it at the end). When Owner dies, the
 	// container is an orphan. A detached container outlives its creator.

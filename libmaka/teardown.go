@@ -76,6 +76,10 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 	if err != nil {
 		return false, err
 	}
+	if monCgroup == "" && rec != nil {
+		// The state directory is gone (lost): the record still names it.
+		monCgroup = rec.MonitorCgroup
+	}
 	phase.Mark("teardown: monitor")
 	CrashPoint(command + ":mid-delete")
 	var hookErr error

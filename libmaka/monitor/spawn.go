@@ -46,6 +46,8 @@ type Detached struct {
 	id        string
 	info, ack *os.File
 	Pid       int
+	// Cgroup is the monitor's own cgroup ("" rootless).
+	Cgroup string
 }
 
 // Spawn starts a detached monitor for cfg, serving ln (whose socket file
@@ -90,11 +92,12 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 	defer logf.Close()
 	// Its own cgroup, with limits (moncgroup.go); host root only.
 	var cg *os.File
+	var path string
 	if os.Geteuid() == 0 {
-		var path string
 		if path, cg, err = makeCgroup(cfg.ID); err != nil {
 			return nil, fmt.Errorf("monitor: cgroup: %w", err)
 		}
+		d.Cgroup = path
 		defer cg.Close()
 		defer func() {
 			if err != nil {

@@ -194,6 +194,9 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	if l.Start {
 		stage = libmaka.StageRunning
 	}
+	if w.detached != nil && op.Record != nil {
+		op.Record.MonitorCgroup = w.detached.Cgroup
+	}
 	if err = op.Commit(stage, l.Attached); err != nil {
 		return nil, err
 	}
