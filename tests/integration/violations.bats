@@ -260,9 +260,9 @@ assert_sandbox_gone() {
   [ "$SECONDS" -lt 60 ]
   assert_nothing_left vt
   # Under deny too: the timeout is never just recorded. (8 s: the lifetime
-  # counts from create, and `run -d` itself must end before it does — 2 s
-  # once did not, in an emulated guest, with the monitor's start held to
-  # half a CPU in its own cgroup.)
+  # counts from create, and `run -d` itself must end before it does: with
+  # 2 s it once did not, in an emulated guest. Suspected, not measured: the
+  # monitor's start, held to half a CPU in its own cgroup.)
   update_config "$BATS_TEST_TMPDIR/t" '.annotations = {"org.maka.timeout": "8"}'
   run_detached "$BATS_FILE_TMPDIR/deny.json" vt-det "$BATS_TEST_TMPDIR/t"
   run violations vt-det
