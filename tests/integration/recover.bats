@@ -305,19 +305,26 @@ record_of() {
   cat "$f"
 }
 
-# kill_monitor ID kills the detached monitor of ID, as a reboot does, and
-# waits until it has exited: left alive, it writes its last journal lines
-# into the state directory while the test removes that (api.bats's Go twin
-# of this test failed on "directory not empty").
-kill_monitor() {
-  local pid n=0
-  pid=$(cat "$MAKA_ROOT/$1/monitor.pid")
-  kill -9 "$pid" 2>/dev/null || return 0
-  while [ -d "/proc/$pid" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null && [ $n -lt 100 ]; do
-    sleep 0.1
-    n=$((n + 1))
+# simulate_reboot ID kills, as a reboot does, the monitor of ID and its guard (their
+# own cgroup, left empty: the teardown must find it through the record),
+# then the sandbox, removes its cgroup and wipes its runtime state; the
+# contract store survives. The monitor and the guard die first and are
+# waited for: left alive, they write their last journal lines into the
+# state directory while it is being removed (api.bats's Go twin of the
+# relaunch test failed on "directory not empty").
+simulate_reboot() {
+  local mon cg dir n
+  mon=$(record_of "$1" | jq -r '.monitorCgroup // empty')
+  [ -n "$mon" ] || { echo "the record of $1 names no monitor cgroup" >&2; return 1; }
+  cg=$(cgroup_dir_of "$1") || return 1
+  for dir in "$mon" "$cg"; do
+    echo 1 >"$dir/cgroup.kill"
+    n=0
+    while ! grep -qx "populated 0" "$dir/cgroup.events" && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+    grep -qx "populated 0" "$dir/cgroup.events"
   done
-  [ $n -lt 100 ]
+  rmdir "$cg"
+  rm -rf "${MAKA_ROOT:?}/$1"
 }
 
 @test "recover --relaunch re-creates a lost sandbox with the same boundary, checked against today's policy" {
@@ -330,13 +337,7 @@ kill_monitor() {
   [ "$old_boundary" = "$declared" ]
   # A reboot: every process and cgroup gone, the tmpfs --root wiped; the
   # contract store survives.
-  kill_monitor rc-relaunch
-  cg=$(cgroup_dir_of rc-relaunch)
-  echo 1 >"$cg/cgroup.kill"
-  local n=0
-  while ! grep -qx "populated 0" "$cg/cgroup.events" && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
-  rmdir "$cg"
-  rm -rf "${MAKA_ROOT:?}/rc-relaunch"
+  simulate_reboot rc-relaunch
   listed_as rc-relaunch stopped
 
   run maka recover --relaunch --format json
@@ -357,22 +358,13 @@ kill_monitor() {
   # Lost again, and relaunched under today's policy, not the one it was
   # created under: the built-in restricted (the bundle is maka spec's, which
   # restricted allows) gives it restricted's profile and onViolation...
-  lose() {
-    kill_monitor rc-relaunch
-    cg=$(cgroup_dir_of rc-relaunch)
-    echo 1 >"$cg/cgroup.kill"
-    n=0
-    while ! grep -qx "populated 0" "$cg/cgroup.events" && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
-    rmdir "$cg"
-    rm -rf "${MAKA_ROOT:?}/rc-relaunch"
-  }
-  lose
+  simulate_reboot rc-relaunch
   run env MAKA_POLICY= "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" recover --relaunch --format json
   echo "$output"
   [ "$(jq -r '.[] | select(.id == "rc-relaunch") | .result + " " + .relaunched' <<<"$output")" = "recovered running" ]
   [ "$(jq -r '.boundary.profile + " " + .policy.onViolation' <(record_of rc-relaunch))" = "restricted kill" ]
   # ...and a policy that no longer allows it refuses the relaunch, naming why.
-  lose
+  simulate_reboot rc-relaunch
   echo '{"profile": "baseline", "defaultLimits": {"memory": 1048576}, "maxLimits": {"memory": 1048576}}' > "$BATS_TEST_TMPDIR/tight.json"
   run env MAKA_POLICY="$BATS_TEST_TMPDIR/tight.json" "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" recover --relaunch --format json
   echo "$output"
