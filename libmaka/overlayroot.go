@@ -177,10 +177,17 @@ func startUsernsHolder(b *Boundary) (*usernsHolder, error) {
 func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	r := &b.Rootfs
 	userIdx := slices.IndexFunc(b.Namespaces, func(n Namespace) bool { return n.Type == "user" && n.Path == "" })
+	// plain: no user namespace (baseline without one): no holder, no
+	// idmapping, and overlayfs keeps its own xattrs as host root does
+	// (trusted.*), on any kernel. Such a root is assembled only when it
+	// must be: mount points to make, or a writable view.
+	plain := !b.Users.Namespace
 	// The scaffold stays for what the overlay does not cover: no host
 	// root to stage with (rootless), a root the kernel cannot idmap, a
 	// user namespace config.json names, an architecture without a holder.
-	scaffold := staged == nil || !r.IDMapped || !r.Readonly || userIdx < 0 ||
+	scaffold := staged == nil || !r.Readonly ||
+		(!plain && (!r.IDMapped || userIdx < 0)) ||
+		(plain && !r.WritableView && !r.Scaffolded()) ||
 		(!r.WritableView && os.Getenv("MAKA_NO_OVERLAY_ROOT") != "")
 	if !scaffold {
 		// An overlay's layer does not cross mount points: a mount below
@@ -199,7 +206,7 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	}
 	var h *usernsHolder
 	var err error
-	if !scaffold {
+	if !scaffold && !plain {
 		h, err = startUsernsHolder(b)
 		scaffold = errors.Is(err, errors.ErrUnsupported)
 	}
@@ -212,12 +219,20 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	op.holder = h
-	nsfd, err := unix.Open(h.path(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false, fmt.Errorf("user namespace: %w", err)
+	attr := unix.MountAttr{
+		Attr_set:    unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
+		Propagation: unix.MS_PRIVATE,
 	}
-	defer unix.Close(nsfd)
+	if !plain {
+		op.holder = h
+		nsfd, err := unix.Open(h.path(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return false, fmt.Errorf("user namespace: %w", err)
+		}
+		defer unix.Close(nsfd)
+		attr.Attr_set |= unix.MOUNT_ATTR_IDMAP
+		attr.Userns_fd = uint64(nsfd)
+	}
 
 	// The lower layer: the staged root, cloned, idmapped, read-only.
 	rootfd, err := unix.Open(staged.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -234,11 +249,6 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 		return false, fmt.Errorf("root.path: open_tree: %w", err)
 	}
 	defer unix.Close(tree)
-	attr := unix.MountAttr{
-		Attr_set:    unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
-		Userns_fd:   uint64(nsfd),
-		Propagation: unix.MS_PRIVATE,
-	}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
 		return false, fmt.Errorf("root.path: idmapped mount: %w", err)
 	}
@@ -274,6 +284,9 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 		return false, err
 	}
 	uid, gid := int(mapID(b.UIDMappings, 0)), int(mapID(b.GIDMappings, 0))
+	if plain {
+		uid, gid = 0, 0
+	}
 	for _, d := range []string{"u", "w"} {
 		p := filepath.Join(upper, d)
 		if err := os.Mkdir(p, 0o755); err != nil {
@@ -300,7 +313,10 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 		return false, fmt.Errorf("root overlay: %w", err)
 	}
 	defer unix.Close(upperfd)
-	opts := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d/u,workdir=/proc/self/fd/%d/w,userxattr", lowerfd, upperfd, upperfd)
+	opts := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d/u,workdir=/proc/self/fd/%d/w", lowerfd, upperfd, upperfd)
+	if !plain {
+		opts += ",userxattr"
+	}
 	if err := unix.Mount("overlay", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return false, fmt.Errorf("root overlay: %w", err)
 	}
@@ -326,8 +342,10 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 		}
 	}
 	staged.Root = root
-	staged.Namespaces[userIdx] = h.path()
-	staged.UserNS = true
+	if !plain {
+		staged.Namespaces[userIdx] = h.path()
+		staged.UserNS = true
+	}
 	r.Overlay = true
 	return true, nil
 }

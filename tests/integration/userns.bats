@@ -190,6 +190,24 @@ leases() {
   assert_nothing_left uv-sub
 }
 
+@test "without a user namespace (a baseline policy without writableRootfs): root.readonly false is a writable view too; the root is not written" {
+  echo '{"profile": "baseline", "writableRootfs": false}' > "$BATS_TEST_TMPDIR/p.json"
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'echo mine > /etc/new-file && rm /bin/true && cat /etc/new-file; grep " / / " /proc/self/mountinfo | sed "s/.* - //" | cut -d" " -f1; cat /proc/self/uid_map'
+  update_config "$BATS_TEST_TMPDIR/b" '.root.readonly = false'
+  local sum_before
+  sum_before=$(find "$MAKA_ROOTFS" -xdev -printf '%p %y %s %m %U %T@\n' | sort | sha256sum)
+  run --separate-stderr maka --policy "$BATS_TEST_TMPDIR/p.json" boundary --bundle "$BATS_TEST_TMPDIR/b" --format json
+  jq -e '.rootfs.readonly == true and .rootfs.writableView == true and .users.namespace != true' <<<"$output"
+  run maka_io --policy "$BATS_TEST_TMPDIR/p.json" run -b "$BATS_TEST_TMPDIR/b" uv-plain
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = mine ]
+  [ "${lines[1]}" = overlay ]
+  [ "$(echo ${lines[2]})" = "0 0 4294967295" ]   # no user namespace
+  [ "$(find "$MAKA_ROOTFS" -xdev -printf '%p %y %s %m %U %T@\n' | sort | sha256sum)" = "$sum_before" ]
+  assert_nothing_left uv-plain
+}
+
 @test "config.json's own mappings: refused under restricted; under baseline a delegated block is applied; a host file bound read-only stays unwritten, read-write needs idmap" {
   make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'cat /proc/self/uid_map; cat /mnt/file; stat -c "owner %u" /mnt/file; echo pwned > /mnt/file || echo REFUSED; echo new > /mnt/new && echo WROTE; true'
   local sum
