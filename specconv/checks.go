@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/maka-runtime/maka/libmaka"
@@ -251,13 +252,18 @@ func (c *checker) checkPropagation() {
 	}
 }
 
+// Compiled when first used, not at package init: every start of maka (its
+// init included) would pay for them, and `{1,64}` alone is a thousand
+// allocations (GODEBUG=inittrace=1).
 var (
 	// hugepage sizes as the cgroup files name them (hugetlb.2MB.max).
-	hugepageSize = regexp.MustCompile(`^[0-9]+(KB|MB|GB)$`)
+	hugepageSize = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(KB|MB|GB)$`) })
 	// an RDMA device name, written as a line of rdma.max.
-	rdmaDevice = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	rdmaDevice = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`) })
 	// a cpuset list: 0-3,5
-	cpusetList = regexp.MustCompile(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
+	cpusetList = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
+	})
 )
 
 // checkCgroupValues checks the cgroup values besides the limits: each one
@@ -269,18 +275,18 @@ func (c *checker) checkCgroupValues() {
 		return
 	}
 	for i, h := range r.HugepageLimits {
-		if !hugepageSize.MatchString(h.Pagesize) {
+		if !hugepageSize().MatchString(h.Pagesize) {
 			c.reject(fmt.Sprintf("linux.resources.hugepageLimits[%d].pageSize", i), "", "%q is not a hugepage size such as 2MB or 1GB", h.Pagesize)
 		}
 	}
 	for name := range r.Rdma {
-		if !rdmaDevice.MatchString(name) {
+		if !rdmaDevice().MatchString(name) {
 			c.reject(fmt.Sprintf("linux.resources.rdma[%q]", name), "", "not an RDMA device name")
 		}
 	}
 	if cpu := r.CPU; cpu != nil {
 		for _, f := range []struct{ field, v string }{{"cpus", cpu.Cpus}, {"mems", cpu.Mems}} {
-			if f.v != "" && !cpusetList.MatchString(f.v) {
+			if f.v != "" && !cpusetList().MatchString(f.v) {
 				c.reject("linux.resources.cpu."+f.field, "", "%q is not a list such as 0-3,5", f.v)
 			}
 		}
