@@ -14,6 +14,7 @@ import (
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 func joinTypes(ts []specs.LinuxNamespaceType) string {
@@ -36,6 +37,31 @@ var ownOOMScoreAdj = func() int {
 		return 0
 	}
 	return n
+}
+
+// nrOpen is the kernel's fs.nr_open: no process may have an RLIMIT_NOFILE
+// above it, whatever its privileges (0: unknown).
+var nrOpen = func() uint64 {
+	data, err := os.ReadFile("/proc/sys/fs/nr_open")
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// ownHardLimit is maka's own hard limit of the resource (RLIM_INFINITY
+// when it cannot be read): without CAP_SYS_RESOURCE (rootless maka), the
+// highest hard limit it can give a sandbox's process.
+var ownHardLimit = func(resource int) uint64 {
+	var r unix.Rlimit
+	if err := unix.Getrlimit(resource, &r); err != nil {
+		return unix.RLIM_INFINITY
+	}
+	return r.Max
 }
 
 // Scheduling policies that do not raise the sandbox above the host's
@@ -95,6 +121,16 @@ func (c *checker) checkPriorities(p *specs.Process) {
 		}
 		if rl.Soft > rl.Hard {
 			c.reject(field+".soft", "", "the soft limit %d is above the hard limit %d", rl.Soft, rl.Hard)
+		}
+		// What the kernel would refuse when libcontainer applies it
+		// (prlimit, EPERM): refused now, before anything exists.
+		if n := nrOpen(); rl.Type == "RLIMIT_NOFILE" && n > 0 && rl.Hard > n {
+			c.reject(field+".hard", "", "%d is above the kernel's fs.nr_open (%d): no process may have more open files", rl.Hard, n)
+		}
+		if t, ok := rlimitTypes[rl.Type]; ok && c.policy.Rootless != nil {
+			if own := ownHardLimit(t); rl.Hard > own {
+				c.reject(field+".hard", "", "%d is above maka's own hard limit of %s (%d): rootless maka cannot raise it", rl.Hard, rl.Type, own)
+			}
 		}
 	}
 }
