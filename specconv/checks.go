@@ -367,6 +367,26 @@ var mountData = map[string][]string{
 	"proc":   {"hidepid", "subset"},
 }
 
+// mountKind names a mount in a message: a bind by that word (config.json
+// often gives it no type), else its type.
+func mountKind(m *specs.Mount) string {
+	switch {
+	case IsBind(m):
+		return "bind"
+	case m.Type == "":
+		return "typeless"
+	}
+	return m.Type
+}
+
+// dataOptionsOf says which key=value options a mount of type t takes.
+func dataOptionsOf(t string) string {
+	if keys := mountData[t]; len(keys) > 0 {
+		return "it takes " + strings.Join(keys, ", ")
+	}
+	return "only tmpfs, devpts and proc mounts take key=value options here"
+}
+
 // checkMountOptions allowlists a mount's options. One option is one
 // option: runc joins them with commas, so a comma inside one would smuggle
 // more (a second size= after the checked one).
@@ -381,7 +401,7 @@ func (c *checker) checkMountOptions(field string, m *specs.Mount) {
 		case strings.ContainsAny(o, ",\x00"):
 			c.reject(opt, "", "%q holds more than one option", o)
 		case data && !slices.Contains(mountData[m.Type], k):
-			c.reject(opt, "", "%q is not an option a %s mount may have here", o, m.Type)
+			c.reject(opt, "", "%q is not an option a %s mount may have (%s)", o, mountKind(m), dataOptionsOf(m.Type))
 		case !data && !mountFlags[o]:
 			c.reject(opt, "", "the mount option %q is not allowed (shared propagation, remounts and options that clear nosuid, nodev or noexec below a mount are refused)", o)
 		}

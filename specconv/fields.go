@@ -48,7 +48,7 @@ var fieldClasses = []FieldClass{
 	{"process.env", Modelled, false, "as declared, one entry per name (the last); HOME, when missing or empty, added to the contract from the root's /etc/passwd, as runc adds it"},
 	{"process.cwd", Modelled, false, "must exist in the root"},
 	{"process.capabilities", Modelled, true, "each name checked against the policy's capabilities"},
-	{"process.rlimits", Modelled, true, "RLIMIT_RTPRIO and RLIMIT_RTTIME above 0 and RLIMIT_NICE above 20 are refused (real-time scheduling, priority above the host's)"},
+	{"process.rlimits", Modelled, true, "RLIMIT_RTPRIO and RLIMIT_RTTIME above 0 and RLIMIT_NICE above 20 are refused (real-time scheduling, priority above the host's); so is what the kernel would refuse at start: a soft limit above its hard limit, an RLIMIT_NOFILE above `fs.nr_open`, and under rootless maka a hard limit above maka's own (at create and at exec, before anything exists)"},
 	{"process.noNewPrivileges", Modelled, false, "forced on under restricted"},
 	{"process.apparmorProfile", Modelled, false, "an AppArmor profile can only confine (without one the process is unconfined, as under runc); exec may only repeat the init's"},
 	{"process.oomScoreAdj", Modelled, false, "refused below maka's own, or the policy's oomScoreAdjMin (a sandbox may not be the last the OOM killer picks)"},

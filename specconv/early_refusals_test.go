@@ -1,6 +1,7 @@
 package specconv
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,6 +50,27 @@ func TestRlimitsTheKernelRefuses(t *testing.T) {
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("%s, %s %+v: %v, want a refusal %q", tc.policy, which, tc.rl, err, tc.want)
 			}
+		}
+	}
+}
+
+// A key=value option on a mount that may not have it names the mount's kind
+// (a bind has no type in config.json: the message read "a  mount") and the
+// types that take such options.
+func TestMountDataOptionNamesTheKind(t *testing.T) {
+	for _, tc := range []struct {
+		m    specs.Mount
+		want string
+	}{
+		{specs.Mount{Destination: "/mnt", Source: "/srv", Options: []string{"bind", "ro", "mode=755"}}, `mounts[%d].options[2]: "mode=755" is not an option a bind mount may have (only tmpfs, devpts and proc mounts take key=value options here)`},
+		{specs.Mount{Destination: "/mnt", Type: "tmpfs", Source: "tmpfs", Options: []string{"foo=1"}}, `mounts[%d].options[0]: "foo=1" is not an option a tmpfs mount may have (it takes size, nr_blocks, nr_inodes, mode, uid, gid, huge)`},
+	} {
+		s := sandboxSpec(t)
+		s.Mounts = append(s.Mounts, tc.m)
+		_, err := ToBoundary(s, policy(t, "baseline"))
+		want := fmt.Sprintf(tc.want, len(s.Mounts)-1)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v\nwant %q", tc.m, err, want)
 		}
 	}
 }
