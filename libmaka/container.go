@@ -72,6 +72,22 @@ type Container struct {
 	*libcontainer.Container
 	rt     *Runtime
 	Record Record
+	// held is the contract record as the teardown now running read it
+	// under the id's lock (nil: read the store).
+	held *ContainerRecord
+}
+
+// contractRecord is c's record in the contract store: the one the teardown
+// holds, else read.
+func (c *Container) contractRecord() (*ContainerRecord, error) {
+	if c.held != nil {
+		return c.held, nil
+	}
+	store, err := c.rt.Store(false)
+	if err != nil || store == nil {
+		return nil, err
+	}
+	return store.Get(c.ID())
 }
 
 // Create sets up a new container under op (the id's lock, taken by
@@ -399,7 +415,7 @@ func (c *Container) archive() {
 	if err != nil || store == nil {
 		return
 	}
-	rec, err := store.Get(c.ID())
+	rec, err := c.contractRecord()
 	if err == nil && rec != nil {
 		err = store.Archive(c.ID(), rec.Created, c.StateDir())
 	}

@@ -61,6 +61,9 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 		}
 	}
 	if ctr != nil {
+		// The record this teardown read under the id's lock is what
+		// the ownership checks compare with: no second read.
+		ctr.held = rec
 		if err := ctr.Kill(KillTimeout); err != nil {
 			return false, err
 		}
@@ -114,7 +117,7 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 	}
 	CrashPoint(command + ":state-removed")
 	// No process of the sandbox is left: Drop gives its ids back.
-	if err := lock.Drop(); err != nil {
+	if err := lock.drop(rec); err != nil {
 		return false, err
 	}
 	phase.Mark("teardown: cgroup, state, record")
