@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -77,12 +78,22 @@ type Owner struct {
 
 // CurrentOwner describes this process running command.
 func CurrentOwner(command string) (Owner, error) {
-	st, err := system.Stat(os.Getpid())
+	start, err := ownStartTime()
 	if err != nil {
 		return Owner{}, fmt.Errorf("own start time: %w", err)
 	}
-	return Owner{Pid: os.Getpid(), StartTime: st.StartTime, Command: command}, nil
+	return Owner{Pid: os.Getpid(), StartTime: start, Command: command}, nil
 }
+
+// ownStartTime is this process's start time, read once: every record
+// published names its owner, and /proc/self/stat is parsed whole.
+var ownStartTime = sync.OnceValues(func() (uint64, error) {
+	st, err := system.Stat(os.Getpid())
+	if err != nil {
+		return 0, err
+	}
+	return st.StartTime, nil
+})
 
 // Alive reports whether the owner process still exists: same pid, same
 // start time, and not a zombie.
