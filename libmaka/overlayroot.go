@@ -234,7 +234,8 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 		attr.Userns_fd = uint64(nsfd)
 	}
 
-	// The lower layer: the staged root, cloned, idmapped, read-only.
+	// The lower layer: the staged root, cloned, read-only (and idmapped with
+	// a user namespace).
 	rootfd, err := unix.Open(staged.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false, fmt.Errorf("root.path: %w", err)
@@ -250,7 +251,7 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	}
 	defer unix.Close(tree)
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		return false, fmt.Errorf("root.path: idmapped mount: %w", err)
+		return false, fmt.Errorf("root.path: the lower layer (mount_setattr): %w", err)
 	}
 	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, lower, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return false, fmt.Errorf("root.path: move_mount: %w", err)
