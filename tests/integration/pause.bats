@@ -14,9 +14,12 @@ start_counter() {
   maka_io run -d --bundle "$BATS_TEST_TMPDIR/b" pz
   wait_for_status pz running
   counter_file=/proc/$(container_pid pz)/root/dev/shm/counter
-  local i
-  for i in $(seq 300); do [ -s "$counter_file" ] && break; sleep 0.1; done
-  [ -s "$counter_file" ] || { maka state pz; ls -l "$counter_file"; return 1; }
+  # Seen once, then done: the shell truncates the file before each write,
+  # so a second look can fall between the two (CI: "not ok", with the file
+  # then holding 3 bytes).
+  local i seen=
+  for i in $(seq 300); do [ -s "$counter_file" ] && { seen=1; break; }; sleep 0.1; done
+  [ -n "$seen" ] || { maka state pz; ls -l "$counter_file"; return 1; }
 }
 
 @test "pause freezes the cgroup and the processes; resume thaws them" {
