@@ -83,6 +83,17 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 		// The state directory is gone (lost): the record still names it.
 		monCgroup = rec.MonitorCgroup
 	}
+	// A monitor that did not stop within Stop's grace (slow: it runs on
+	// half a CPU in its own cgroup) still writes into the state directory:
+	// it and its guard are killed now, before libcontainer's destroy
+	// removes that directory (CI-E, userns.bats' six concurrent creates:
+	// "unlinkat …: directory not empty"). Only once Kill has ended the
+	// sandbox: never a live sandbox without its monitor.
+	if ctr != nil {
+		if err := monitor.RemoveCgroupPath(monCgroup); err != nil {
+			return false, err
+		}
+	}
 	phase.Mark("teardown: monitor")
 	CrashPoint(command + ":mid-delete")
 	var hookErr error
