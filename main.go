@@ -163,15 +163,34 @@ func setupLogging(c *cli.Context) error {
 		logrus.SetOutput(f)
 		logToStderr = false
 	}
+	var f logrus.Formatter
 	switch strings.ToLower(c.String("log-format")) {
 	case "text", "":
-		logrus.SetFormatter(&logrus.TextFormatter{DisableColors: true})
+		f = &logrus.TextFormatter{DisableColors: true}
 	case "json":
-		logrus.SetFormatter(&logrus.JSONFormatter{})
+		f, logJSON = &logrus.JSONFormatter{}, true
 	default:
 		return fmt.Errorf("--log-format: unknown format %q (want text or json)", c.String("log-format"))
 	}
+	logrus.SetFormatter(withoutFuncHookNotes{f})
 	return nil
+}
+
+// logJSON is true when the log is JSON (--log-format json).
+var logJSON bool
+
+// withoutFuncHookNotes drops libcontainer's "cannot serialize hook of type
+// configs.FuncHook, skipping": maka's own hooks in libcontainer's config
+// (the prestart hooks' wrapper, libmaka.PrestartAsCreated) are functions
+// that run in this process and are meant to stay out of state.json and
+// the init's copy. Every other line passes unchanged.
+type withoutFuncHookNotes struct{ logrus.Formatter }
+
+func (w withoutFuncHookNotes) Format(e *logrus.Entry) ([]byte, error) {
+	if e.Level == logrus.WarnLevel && strings.HasPrefix(e.Message, "cannot serialize hook of type configs.FuncHook") {
+		return nil, nil
+	}
+	return w.Formatter.Format(e)
 }
 
 // command is the command's name, for the phase table.
@@ -184,7 +203,7 @@ func fatal(err error) {
 }
 
 func fatalWithCode(err error, code int) {
-	_, isJSON := logrus.StandardLogger().Formatter.(*logrus.JSONFormatter)
+	isJSON := logJSON
 	entry := logrus.NewEntry(logrus.StandardLogger())
 	var rejected *specconv.RejectedError
 	if errors.As(err, &rejected) {

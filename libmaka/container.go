@@ -55,6 +55,9 @@ type Record struct {
 	// Poststart hooks are kept out of libcontainer's config: libcontainer
 	// v1.5.3 runs them at create, the runtime spec says after start.
 	Poststart []specs.Hook `json:"poststart,omitempty"`
+	// Poststop hooks too: the teardown runs them once everything else is
+	// gone, and a failing one is a warning (the spec's step 13).
+	Poststop []specs.Hook `json:"poststop,omitempty"`
 	// Process is the init's process spec: the base of `exec` (environment,
 	// user, capabilities), so that exec never reads config.json again.
 	Process *specs.Process `json:"process,omitempty"`
@@ -195,16 +198,25 @@ func (rt *Runtime) Load(id string) (*Container, error) {
 		return nil, containerError(id, err)
 	}
 	c := &Container{Container: lc, rt: rt}
-	data, err := os.ReadFile(filepath.Join(rt.Root, id, recordFile))
+	if err := c.readRecord(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// readRecord reads maka's record beside libcontainer's state (none: an
+// empty record).
+func (c *Container) readRecord() error {
+	data, err := os.ReadFile(filepath.Join(c.rt.Root, c.ID(), recordFile))
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(data, &c.Record); err != nil {
-			return nil, fmt.Errorf("container %s: %s: %w", id, recordFile, err)
+			return fmt.Errorf("container %s: %s: %w", c.ID(), recordFile, err)
 		}
 	case !errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("container %s: %w", id, err)
+		return fmt.Errorf("container %s: %w", c.ID(), err)
 	}
-	return c, nil
+	return nil
 }
 
 // IDs lists the ids of the containers under the root, sorted.

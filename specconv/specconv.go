@@ -250,6 +250,7 @@ type Options struct {
 type Converted struct {
 	Config    *configs.Config
 	Poststart []specs.Hook
+	Poststop  []specs.Hook
 }
 
 // ToLibcontainer builds libcontainer's configuration from the Boundary
@@ -280,9 +281,19 @@ func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
 		return nil, fmt.Errorf("invalid config.json: %w", err)
 	}
 	out := &Converted{Config: cfg}
-	if spec.Hooks != nil && len(spec.Hooks.Poststart) > 0 {
-		out.Poststart = spec.Hooks.Poststart
+	if h := spec.Hooks; h != nil {
+		// libcontainer v1.5.3 runs poststart hooks at create (the spec
+		// says after start), stops at the first failing poststop hook and
+		// fails the delete (the spec says warn and go on), and passes
+		// prestart hooks "creating" (the spec's step 3 comes after the
+		// environment is created): maka runs these itself.
+		out.Poststart, out.Poststop = h.Poststart, h.Poststop
 		delete(cfg.Hooks, configs.Poststart)
+		delete(cfg.Hooks, configs.Poststop)
+		if len(h.Prestart) > 0 {
+			delete(cfg.Hooks, configs.Prestart)
+			cfg.Hooks[configs.CreateRuntime] = append(configs.HookList{libmaka.PrestartAsCreated(h.Prestart)}, cfg.Hooks[configs.CreateRuntime]...)
+		}
 	}
 	return out, nil
 }

@@ -188,8 +188,10 @@ func TestToLibcontainerMovesPoststart(t *testing.T) {
 	s := exampleSpec(t)
 	s.Root.Path = t.TempDir()
 	s.Hooks = &specs.Hooks{
-		Poststart: []specs.Hook{{Path: "/bin/true"}},
-		Poststop:  []specs.Hook{{Path: "/bin/false"}},
+		Prestart:      []specs.Hook{{Path: "/bin/true"}},
+		CreateRuntime: []specs.Hook{{Path: "/bin/false"}},
+		Poststart:     []specs.Hook{{Path: "/bin/true"}},
+		Poststop:      []specs.Hook{{Path: "/bin/false"}},
 	}
 	p := policy(t, "baseline")
 	p.HookPaths = []string{"/bin/true", "/bin/false"}
@@ -208,8 +210,27 @@ func TestToLibcontainerMovesPoststart(t *testing.T) {
 	if out.Config.HasHook(configs.Poststart) {
 		t.Error("poststart hooks left in libcontainer's config: it would run them at create")
 	}
-	if !out.Config.HasHook(configs.Poststop) {
-		t.Error("poststop hooks lost")
+	// Poststop hooks are maka's too: a failing one is a warning.
+	if out.Config.HasHook(configs.Poststop) {
+		t.Error("poststop hooks left in libcontainer's config: a failing one would fail the delete")
+	}
+	if len(out.Poststop) != 1 || out.Poststop[0].Path != "/bin/false" {
+		t.Errorf("Poststop = %+v", out.Poststop)
+	}
+	// Prestart hooks run first among the createRuntime ones, wrapped to
+	// see "created"; the createRuntime hooks follow as given.
+	if out.Config.HasHook(configs.Prestart) {
+		t.Error("prestart hooks left in libcontainer's own list: they would see \"creating\"")
+	}
+	cr := out.Config.Hooks[configs.CreateRuntime]
+	if len(cr) != 2 {
+		t.Fatalf("createRuntime hooks = %d, want the prestart wrapper and one", len(cr))
+	}
+	if _, ok := cr[0].(configs.FuncHook); !ok {
+		t.Errorf("createRuntime[0] is %T, want the prestart wrapper", cr[0])
+	}
+	if ch, ok := cr[1].(configs.CommandHook); !ok || ch.Path != "/bin/false" {
+		t.Errorf("createRuntime[1] = %+v, want /bin/false", cr[1])
 	}
 	if out.Config.Cgroups.Path != "/maka/c1" {
 		t.Errorf("cgroup path = %q, want /maka/c1", out.Config.Cgroups.Path)

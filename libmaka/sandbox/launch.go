@@ -128,6 +128,7 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	}
 	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
 		Poststart: conv.Poststart,
+		Poststop:  conv.Poststop,
 		Process:   specconv.ProcessOf(b),
 		Boundary:  b,
 		Policy:    l.Policy,
@@ -139,8 +140,8 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	var w *watch
 	// One cleanup for every failure from here on: the monitor stops, and
 	// libmaka's one teardown ends the container created here (processes,
-	// libcontainer's destroy with its poststop hooks, as runc's, cgroup,
-	// state, record); if that fails, op.End's reap tries again.
+	// libcontainer's destroy, cgroup, state, record, then the poststop
+	// hooks); if that fails, op.End's reap tries again.
 	defer func() {
 		if err != nil {
 			w.abort()
