@@ -477,3 +477,45 @@ func (c *Container) SignalAll(sig unix.Signal) error {
 	}
 	return nil
 }
+
+// SetInitRlimits applies rlimits to the container's init (pid, parked on
+// the exec fifo: libcontainer's init has done its own work). The process
+// is pinned by a pidfd and checked to be the init libcontainer recorded
+// (its start time) before and alive after: a pid reused by a host process
+// is never given the sandbox's limits.
+func (c *Container) SetInitRlimits(pid int, rls []configs.Rlimit) error {
+	if len(rls) == 0 {
+		return nil
+	}
+	st, err := c.Container.State()
+	if err != nil {
+		return fmt.Errorf("container %s: %w", c.ID(), err)
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return fmt.Errorf("container %s: init %d: pidfd_open: %w", c.ID(), pid, err)
+	}
+	defer unix.Close(pidfd)
+	if start, err := procStartTime(pid); err != nil || start != st.InitProcessStartTime {
+		return fmt.Errorf("container %s: init %d is not the process libcontainer started", c.ID(), pid)
+	}
+	for _, rl := range rls {
+		if err := unix.Prlimit(pid, rl.Type, &unix.Rlimit{Cur: rl.Soft, Max: rl.Hard}, nil); err != nil {
+			return fmt.Errorf("container %s: process.rlimits: %s: %w", c.ID(), rlimitName(rl.Type), err)
+		}
+	}
+	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+		return fmt.Errorf("container %s: init %d exited while its rlimits were set: %w", c.ID(), pid, ErrNotRunning)
+	}
+	return nil
+}
+
+func rlimitName(t int) string {
+	switch t {
+	case unix.RLIMIT_AS:
+		return "RLIMIT_AS"
+	case unix.RLIMIT_DATA:
+		return "RLIMIT_DATA"
+	}
+	return "rlimit " + strconv.Itoa(t)
+}

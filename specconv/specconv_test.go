@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -16,6 +17,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/configs"
 	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 func exampleSpec(t testing.TB) *specs.Spec {
@@ -434,5 +436,42 @@ func TestParseSpecRefusesInvalidUTF8(t *testing.T) {
 	}
 	if _, err := ParseSpec("config.json", []byte(`{"hostname": "caf\u00e9 café"}`)); err != nil {
 		t.Fatalf("valid UTF-8 refused: %v", err)
+	}
+}
+
+// The init's address-space limits are left to maka (applied once the init
+// is parked, its filter loaded): libcontainer would apply them before the
+// init compiles its seccomp filter, which then fails under a 1 GiB
+// RLIMIT_AS. An exec'd process keeps them all.
+func TestInitRlimitsDeferred(t *testing.T) {
+	p := &specs.Process{
+		Args: []string{"sh"}, Cwd: "/",
+		Rlimits: []specs.POSIXRlimit{
+			{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 512},
+			{Type: "RLIMIT_AS", Hard: 2 << 30, Soft: 1 << 30},
+			{Type: "RLIMIT_DATA", Hard: 3 << 30, Soft: 3 << 30},
+		},
+	}
+	types := func(rls []configs.Rlimit) (out []int) {
+		for _, rl := range rls {
+			out = append(out, rl.Type)
+		}
+		return out
+	}
+	lp, err := NewProcess(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := types(lp.Rlimits); !slices.Equal(got, []int{unix.RLIMIT_NOFILE}) {
+		t.Errorf("init's rlimits for libcontainer = %v, want only RLIMIT_NOFILE", got)
+	}
+	// (libcontainer v1.5.3 takes rlimits from the process only: its
+	// config's Rlimits stay empty.)
+	if lp, _ = NewProcess(p, false); len(lp.Rlimits) != 3 {
+		t.Errorf("exec's rlimits = %v, want all three", lp.Rlimits)
+	}
+	got := InitRlimits(p)
+	if len(got) != 2 || got[0] != (configs.Rlimit{Type: unix.RLIMIT_AS, Hard: 2 << 30, Soft: 1 << 30}) || got[1].Type != unix.RLIMIT_DATA {
+		t.Errorf("InitRlimits = %+v", got)
 	}
 }

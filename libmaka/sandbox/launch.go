@@ -171,6 +171,11 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	if s.Pid, err = l.Process.Pid(); err != nil {
 		return nil, err
 	}
+	// The init's address-space limits, now that it is parked on the exec
+	// fifo with its seccomp filter loaded (specconv.InitRlimits).
+	if err = ctr.SetInitRlimits(s.Pid, specconv.InitRlimits(specconv.ProcessOf(b))); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
+	}
 	if err = w.attach(ctr.CgroupPath(), s.Pid); err != nil {
 		return nil, err
 	}
