@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -246,6 +247,9 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		if n.Path != "" {
 			s += "=" + n.Path
 		}
+		if n.Type == "time" && len(b.TimeOffsets) > 0 {
+			s += " (" + timeOffsetsString(b.TimeOffsets) + ")"
+		}
 		ns = append(ns, s)
 	}
 	row("namespaces", "%s", strings.Join(ns, " "))
@@ -329,4 +333,19 @@ func cgroupSettings(c libmaka.Cgroup) string {
 		}
 	}
 	return strings.Join(set, ", ")
+}
+
+// timeOffsetsString shows a time namespace's offsets as given, e.g.
+// "boottime +86400s, monotonic -3s +500000000ns".
+func timeOffsetsString(offs map[string]specs.LinuxTimeOffset) string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(offs)) {
+		o := offs[name]
+		s := fmt.Sprintf("%s %+ds", name, o.Secs)
+		if o.Nanosecs != 0 {
+			s += fmt.Sprintf(" %+dns", o.Nanosecs)
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ", ")
 }

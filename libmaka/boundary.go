@@ -53,6 +53,9 @@ type Boundary struct {
 	// Hooks run on the host (only when the policy allows hooks).
 	Hooks       *specs.Hooks      `json:"hooks,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// TimeOffsets are the time namespace's offsets of the monotonic and
+	// boottime clocks (only with a time namespace of the sandbox's own).
+	TimeOffsets map[string]specs.LinuxTimeOffset `json:"timeOffsets,omitempty"`
 }
 
 // Users says whose ids the sandbox's processes hold on the host. With a

@@ -213,10 +213,9 @@ var (
 	}
 	// Namespaces that must be private (network is governed by the network mode).
 	mandatoryNamespaces = []specs.LinuxNamespaceType{specs.PIDNamespace, specs.MountNamespace, specs.IPCNamespace, specs.UTSNamespace}
-	// Namespaces maka can make or join (no time namespace: its offsets
-	// are not supported).
+	// Namespaces maka can make or join.
 	knownNamespaces = []specs.LinuxNamespaceType{specs.PIDNamespace, specs.NetworkNamespace, specs.MountNamespace,
-		specs.IPCNamespace, specs.UTSNamespace, specs.UserNamespace, specs.CgroupNamespace}
+		specs.IPCNamespace, specs.UTSNamespace, specs.UserNamespace, specs.CgroupNamespace, specs.TimeNamespace}
 	// Filesystems mounted by the runtime for the container's own view.
 	systemMountTypes = []string{"proc", "sysfs", "devpts", "mqueue", "cgroup", "cgroup2"}
 	capSets          = []string{"bounding", "effective", "permitted", "inheritable", "ambient"}
@@ -508,6 +507,7 @@ func (c *checker) checkNamespaces() {
 		// A private cgroup namespace only narrows the view: add it.
 		l.Namespaces = append(l.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
 	}
+	c.checkTimeOffsets(have)
 }
 
 func (c *checker) checkMounts() {
@@ -1159,6 +1159,7 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 		MountLabel:        l.MountLabel,
 		Hooks:             s.Hooks,
 		Annotations:       s.Annotations,
+		TimeOffsets:       l.TimeOffsets,
 	}
 	if b.Mounts == nil {
 		b.Mounts = []specs.Mount{}

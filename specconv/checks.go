@@ -3,6 +3,7 @@ package specconv
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -531,4 +532,57 @@ func cgroupProcs(dir string) (int, error) {
 		return 0, err
 	}
 	return len(strings.Fields(string(data))), nil
+}
+
+// Bounds of a time namespace's offsets (kernel/time/namespace.c): the
+// clock with its offset must stay within 0..KTIME_SEC_MAX/2 seconds.
+const ktimeSecMax = 9223372036 // KTIME_MAX / NSEC_PER_SEC
+
+// clockNow reads a clock the offsets apply to (a variable for the tests).
+var clockNow = func(id int32) int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(id, &ts) != nil {
+		return 0
+	}
+	return ts.Sec
+}
+
+// checkTimeOffsets holds linux.timeOffsets to what the kernel takes when
+// the init writes them into /proc/self/timens_offsets: a time namespace
+// of the sandbox's own, only the monotonic and boottime clocks, and
+// offsets that keep each clock within the kernel's range. libcontainer
+// would fail inside the init, after the cgroup and namespaces exist.
+func (c *checker) checkTimeOffsets(have map[specs.LinuxNamespaceType]int) {
+	offs := c.spec.Linux.TimeOffsets
+	if len(offs) == 0 {
+		return
+	}
+	i, ok := have[specs.TimeNamespace]
+	switch {
+	case !ok:
+		c.reject("linux.timeOffsets", "", `offsets need a time namespace of the sandbox's own (add {"type": "time"} to linux.namespaces)`)
+		return
+	case c.spec.Linux.Namespaces[i].Path != "":
+		c.reject("linux.timeOffsets", "", "offsets cannot be set when joining an existing time namespace (linux.namespaces[%d].path)", i)
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(offs)) {
+		off, field := offs[name], "linux.timeOffsets."+name
+		var id int32
+		switch name {
+		case "monotonic":
+			id = unix.CLOCK_MONOTONIC
+		case "boottime":
+			id = unix.CLOCK_BOOTTIME
+		default:
+			c.reject(field, "", "%q is not a clock a time namespace offsets (monotonic, boottime)", name)
+			continue
+		}
+		if off.Nanosecs >= 1e9 {
+			c.reject(field+".nanosecs", "", "%d is not below 1000000000", off.Nanosecs)
+		}
+		if now := clockNow(id); off.Secs < -now || off.Secs > ktimeSecMax/2-now {
+			c.reject(field+".secs", "", "%d would take the %s clock (now %d s) outside 0..%d s, which the kernel refuses", off.Secs, name, now, int64(ktimeSecMax/2))
+		}
+	}
 }

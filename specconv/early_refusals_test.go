@@ -74,3 +74,45 @@ func TestMountDataOptionNamesTheKind(t *testing.T) {
 		}
 	}
 }
+
+// A time namespace of the sandbox's own, with offsets of the monotonic and
+// boottime clocks, under every profile; offsets the kernel would refuse
+// when the init writes them (libcontainer fails there, after the cgroup
+// and namespaces exist) are refused at create, naming the field.
+func TestTimeNamespaceOffsets(t *testing.T) {
+	defer func(f func(int32) int64) { clockNow = f }(clockNow)
+	clockNow = func(int32) int64 { return 1000 }
+	const max = ktimeSecMax / 2
+	own := []specs.LinuxNamespace{{Type: specs.TimeNamespace}}
+	for _, tc := range []struct {
+		name    string
+		ns      []specs.LinuxNamespace
+		offsets map[string]specs.LinuxTimeOffset
+		want    string // "" : allowed
+	}{
+		{"no offsets", own, nil, ""},
+		{"both clocks", own, map[string]specs.LinuxTimeOffset{"monotonic": {Secs: -1000}, "boottime": {Secs: max - 1000, Nanosecs: 999999999}}, ""},
+		{"no namespace", nil, map[string]specs.LinuxTimeOffset{"boottime": {Secs: 5}}, `linux.timeOffsets: offsets need a time namespace of the sandbox's own`},
+		{"joined", []specs.LinuxNamespace{{Type: specs.TimeNamespace, Path: "/proc/1/ns/time"}}, map[string]specs.LinuxTimeOffset{"boottime": {Secs: 5}}, "offsets cannot be set when joining"},
+		{"unknown clock", own, map[string]specs.LinuxTimeOffset{"realtime": {Secs: 5}}, `linux.timeOffsets.realtime: "realtime" is not a clock`},
+		{"nanosecs", own, map[string]specs.LinuxTimeOffset{"monotonic": {Nanosecs: 1e9}}, "linux.timeOffsets.monotonic.nanosecs: 1000000000 is not below"},
+		{"below zero", own, map[string]specs.LinuxTimeOffset{"monotonic": {Secs: -1001}}, "linux.timeOffsets.monotonic.secs: -1001 would take the monotonic clock (now 1000 s) outside"},
+		{"past the range", own, map[string]specs.LinuxTimeOffset{"boottime": {Secs: max - 999}}, "linux.timeOffsets.boottime.secs"},
+		{"most negative", own, map[string]specs.LinuxTimeOffset{"boottime": {Secs: -1 << 63}}, "linux.timeOffsets.boottime.secs"},
+	} {
+		for _, profile := range []string{"restricted", "baseline"} {
+			s := sandboxSpec(t)
+			s.Linux.Namespaces = append(s.Linux.Namespaces, tc.ns...)
+			s.Linux.TimeOffsets = tc.offsets
+			b, err := ToBoundary(s, policy(t, profile))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s, %s: refused: %v", tc.name, profile, err)
+			case tc.want == "" && len(tc.offsets) > 0 && len(b.TimeOffsets) != len(tc.offsets):
+				t.Errorf("%s, %s: the boundary's offsets = %v", tc.name, profile, b.TimeOffsets)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("%s, %s: %v, want a refusal %q", tc.name, profile, err, tc.want)
+			}
+		}
+	}
+}

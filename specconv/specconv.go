@@ -343,6 +343,7 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged) (*specs.Spec, error) {
 			UIDMappings:       b.UIDMappings,
 			GIDMappings:       b.GIDMappings,
 			Sysctl:            b.Sysctl,
+			TimeOffsets:       b.TimeOffsets,
 			Resources:         resourcesOf(b),
 			CgroupsPath:       b.Cgroup.Path,
 			Devices:           b.Devices,
