@@ -151,7 +151,7 @@ var otherOpens = map[string]string{
 	"libmaka/phase/phase.go: processStart: os.ReadFile":            hostFacts,
 	// ownState
 	"libmaka/container.go: Runtime.IDs: os.ReadDir":                       ownState,
-	"libmaka/container.go: Container.readRecord: os.ReadFile":                     ownState,
+	"libmaka/container.go: Container.readRecord: os.ReadFile":             ownState,
 	"libmaka/container.go: writeJSONAtomic: os.WriteFile":                 ownState,
 	"libmaka/history.go: Store.History: os.ReadDir":                       ownState,
 	"libmaka/history.go: Store.PruneHistory: os.ReadDir":                  ownState,
