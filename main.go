@@ -205,11 +205,14 @@ func fatal(err error) {
 func fatalWithCode(err error, code int) {
 	isJSON := logJSON
 	entry := logrus.NewEntry(logrus.StandardLogger())
+	text := ""
 	var rejected *specconv.RejectedError
 	if errors.As(err, &rejected) {
 		// The code leads whatever wrapped it, and the JSON log carries
-		// the items for machines.
+		// the items for machines. The text clients pass on (conmon, the
+		// shims) is bounded and ASCII, whatever was refused.
 		err = rejected
+		text = rejected.ClientText(specconv.ClientTextMax)
 		entry = entry.WithFields(logrus.Fields{"code": specconv.RejectedCode, "items": rejected.Verdict.Items})
 	}
 	if killed := killedError(err); killed != nil {
@@ -220,14 +223,17 @@ func fatalWithCode(err error, code int) {
 			entry = entry.WithField("emptyAfterMs", ms)
 		}
 	}
+	if text == "" {
+		text = errorText(err)
+	}
 	if logToStderr && !isJSON {
 		// Plain text on stderr: the message itself, so that it can start
 		// with a machine-readable code (BOUNDARY_REJECTED: ...).
-		fmt.Fprintln(os.Stderr, errorText(err))
+		fmt.Fprintln(os.Stderr, text)
 	} else {
-		entry.Error(err)
+		entry.Error(text)
 		if !logToStderr {
-			fmt.Fprintln(os.Stderr, errorText(err))
+			fmt.Fprintln(os.Stderr, text)
 		}
 	}
 	os.Exit(code)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/maka-runtime/maka/internal/printable"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/cgroups/devices/config"
 	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
@@ -72,15 +73,55 @@ const firstLineMax = 200
 // firstLineMax bytes), then one line per refused thing: a capability once,
 // naming its sets, anything else once per field. `maka boundary` and the
 // JSON log keep the full list, one item per field.
-func (e *RejectedError) Error() string {
+func (e *RejectedError) Error() string { return e.text(0) }
+
+// ClientTextMax bounds a rejection as maka hands it to a client (stderr,
+// the log's error line): conmon reads the runtime's stderr once, up to
+// 8191 bytes, and passes what it read inside its own JSON line; a text
+// below PIPE_BUF (4096) is one atomic write and leaves room for anything
+// written before it. The full list stays in `maka boundary` and in the
+// JSON log's items.
+const ClientTextMax = 3072
+
+// ClientText is the rejection bounded to max bytes: the first line, then
+// as many whole item lines as fit, then how many more there are and where
+// they all are. Every line is ASCII (other runes as \u{N}): a byte-wise
+// cut by a client can never split a character, and no client's escaping
+// meets a byte it mishandles.
+func (e *RejectedError) ClientText(max int) string {
+	return printable.ASCII(e.text(max))
+}
+
+func (e *RejectedError) text(max int) string {
 	v := e.Verdict
 	groups := groupItems(v.Items)
 	lines := make([]string, 0, len(groups)+1)
 	lines = append(lines, firstLine(v, groups))
-	for _, g := range groups {
-		lines = append(lines, "  "+g.line)
+	size := len(printable.ASCII(lines[0]))
+	for i, g := range groups {
+		line := "  " + g.line
+		if max > 0 {
+			size += 1 + len(printable.ASCII(line))
+			// The note on the lines left out must still fit after
+			// the last line kept.
+			reserve := 0
+			if left := len(groups) - i - 1; left > 0 {
+				reserve = 1 + len(moreNote(left))
+			}
+			if size+reserve > max {
+				lines = append(lines, moreNote(len(groups)-i))
+				break
+			}
+		}
+		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// moreNote ends a bounded rejection: how many lines were left out, and
+// where every item is.
+func moreNote(left int) string {
+	return fmt.Sprintf("  ... and %d more: `maka boundary` on the bundle lists every item (so does the JSON log's items field)", left)
 }
 
 // itemGroup is one line of a rejection: one item, or one capability with

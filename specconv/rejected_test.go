@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/maka-runtime/maka/internal/printable"
 )
 
 // Podman's default capabilities: what a default `podman run` asks for.
@@ -116,5 +118,56 @@ func TestRejectionFirstLineWithAHugeField(t *testing.T) {
 	first, _, _ := strings.Cut(e.Error(), "\n")
 	if first != "BOUNDARY_REJECTED: 1 item refused by profile restricted" {
 		t.Errorf("first line %q", first)
+	}
+}
+
+// What a client passes on (conmon reads up to 8191 bytes of stderr once
+// and puts them in a JSON line of its own): whatever was refused, the text
+// is bounded, ASCII, starts with the code and the count, keeps whole item
+// lines only, and says how many were left out and where they all are.
+func TestClientTextBounded(t *testing.T) {
+	for _, n := range []int{1, 3, 30, 100, 1000} {
+		for _, width := range []int{10, 300, 5000} {
+			var items []Item
+			for i := range n {
+				items = append(items, Item{Field: fmt.Sprintf("mounts[%d].source", i),
+					Message: fmt.Sprintf("%q is not a path the policy allows: …é %s", "/bind/ünïcode", strings.Repeat("x", width))})
+			}
+			items = append(items, Item{Field: "process.capabilities.bounding[0]", Message: "CAP_SYS_ADMIN is not allowed by profile restricted", Capability: "CAP_SYS_ADMIN", CapSet: "bounding"})
+			e := &RejectedError{Verdict: Verdict{Profile: "restricted", Items: items}}
+			got := e.ClientText(ClientTextMax)
+			if len(got) > ClientTextMax {
+				t.Errorf("%d items of %d: %d bytes, over %d", n, width, len(got), ClientTextMax)
+			}
+			for i := 0; i < len(got); i++ {
+				if got[i] >= 0x80 || (got[i] < 0x20 && got[i] != '\n') {
+					t.Fatalf("%d items of %d: byte %#x at %d", n, width, got[i], i)
+				}
+			}
+			if !strings.HasPrefix(got, fmt.Sprintf("BOUNDARY_REJECTED: %d items refused by profile restricted: ", n+1)) {
+				t.Errorf("%d items of %d: first line %q", n, width, strings.SplitN(got, "\n", 2)[0])
+			}
+			full := strings.Split(printable.ASCII(e.Error()), "\n")
+			lines := strings.Split(got, "\n")
+			kept := len(lines) - 1
+			if last := lines[len(lines)-1]; strings.HasPrefix(last, "  ... and ") {
+				var left int
+				fmt.Sscanf(last, "  ... and %d more", &left)
+				kept--
+				if kept+left != len(full)-1 || !strings.Contains(last, "maka boundary") {
+					t.Errorf("%d items of %d: kept %d, note %q, of %d lines", n, width, kept, last, len(full)-1)
+				}
+			} else if got != strings.Join(full, "\n") {
+				t.Errorf("%d items of %d: not cut, yet not the whole text", n, width)
+			}
+			for i := 1; i <= kept; i++ {
+				if lines[i] != full[i] {
+					t.Errorf("%d items of %d: line %d cut: %q", n, width, i, lines[i])
+				}
+			}
+			if n <= 3 && width <= 300 && kept != len(full)-1 {
+				t.Errorf("%d short items: cut (%d kept)", n, kept)
+			}
+		}
 	}
 }
