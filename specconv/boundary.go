@@ -77,11 +77,12 @@ func (e *RejectedError) Error() string { return e.text(0) }
 
 // ClientTextMax bounds a rejection as maka hands it to a client (stderr,
 // the log's error line): conmon reads the runtime's stderr once, up to
-// 8191 bytes, and passes what it read inside its own JSON line; a text
-// below PIPE_BUF (4096) is one atomic write and leaves room for anything
-// written before it. The full list stays in `maka boundary` and in the
-// JSON log's items.
-const ClientTextMax = 3072
+// 8191 bytes, after the runtime exited, and passes what it read inside its
+// own JSON line; three quarters of that leaves room for a warning written
+// before. Podman's default container under restricted (48 items, 4-5 KB)
+// fits whole. The full list stays in `maka boundary` and in the JSON log's
+// items.
+const ClientTextMax = 6144
 
 // ClientText is the rejection bounded to max bytes: the first line, then
 // as many whole item lines as fit, then how many more there are and where
