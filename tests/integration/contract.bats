@@ -67,7 +67,7 @@ make_bundle_dir() {
 
 @test "a time namespace with offsets: maka boundary shows them, the sandbox's boottime and monotonic clocks carry them (run and exec), the host's do not; offsets the kernel would refuse are refused" {
   refused linux.timeOffsets.monotonic.secs '.linux.namespaces += [{type: "time"}] | .linux.timeOffsets = {monotonic: {secs: -1000000000}}'
-  refused linux.timeOffsets '.linux.namespaces += [{type: "time"}] | .linux.timeOffsets = {realtime: {secs: 10}}'
+  refused linux.timeOffsets.realtime '.linux.namespaces += [{type: "time"}] | .linux.timeOffsets = {realtime: {secs: 10}}'
   local b=$BATS_TEST_TMPDIR/tns
   make_bundle "$b" sh -c 'cut -d" " -f1 /proc/uptime; sleep 100'
   update_config "$b" '.linux.namespaces += [{type: "time"}] | .linux.timeOffsets = {boottime: {secs: 5000000}, monotonic: {secs: 7000000, nanosecs: 5}}'
