@@ -211,7 +211,7 @@ bench: build fixtures
 # ~100 inputs/s where the others do ~5,000).
 FUZZ_TARGETS = ./specconv:FuzzToBoundary ./specconv:FuzzParseSpec ./specconv:FuzzParsePolicy \
 	./specconv:FuzzNarrowSeccomp ./specconv:FuzzParseSize ./libmaka:FuzzParseRecord \
-	./libmaka:FuzzParseSignal ./libmaka:FuzzValidID .:FuzzParseUser .:FuzzParseProcess \
+	./libmaka:FuzzParseSignal ./libmaka:FuzzValidID ./libmaka:FuzzPlainName .:FuzzParseUser .:FuzzParseProcess \
 	./specconv:FuzzParseResources ./libmaka/monitor:FuzzReadRecords ./internal/printable:FuzzString
 FUZZ_SLOW = FuzzNarrowSeccomp
 FUZZTIME ?= 2m

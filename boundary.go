@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,8 +186,13 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 	row := func(k, format string, args ...any) { w.row(k, fmt.Sprintf(format, args...)) }
 	row("profile", "%s", b.Profile)
 	ro := "read-only"
-	if !b.Rootfs.Readonly {
+	switch {
+	case !b.Rootfs.Readonly:
 		ro = "WRITABLE"
+	case b.Rootfs.WritableView && b.Limits.TmpfsSize > 0:
+		ro = fmt.Sprintf("read-only, seen writable: writes land in a tmpfs of %s, gone with the sandbox", libmaka.FormatSize(b.Limits.TmpfsSize))
+	case b.Rootfs.WritableView:
+		ro = "read-only, seen writable: writes land in a tmpfs of the sandbox's, gone with it"
 	}
 	// (how the root is shown is decided only for a sandbox maka would run)
 	switch {
@@ -240,6 +246,9 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		s := n.Type
 		if n.Path != "" {
 			s += "=" + n.Path
+		}
+		if n.Type == "time" && len(b.TimeOffsets) > 0 {
+			s += " (" + timeOffsetsString(b.TimeOffsets) + ")"
 		}
 		ns = append(ns, s)
 	}
@@ -324,4 +333,19 @@ func cgroupSettings(c libmaka.Cgroup) string {
 		}
 	}
 	return strings.Join(set, ", ")
+}
+
+// timeOffsetsString shows a time namespace's offsets as given, e.g.
+// "boottime +86400s, monotonic -3s +500000000ns".
+func timeOffsetsString(offs map[string]specs.LinuxTimeOffset) string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(offs)) {
+		o := offs[name]
+		s := fmt.Sprintf("%s %+ds", name, o.Secs)
+		if o.Nanosecs != 0 {
+			s += fmt.Sprintf(" %+dns", o.Nanosecs)
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ", ")
 }

@@ -71,7 +71,7 @@ func writeBundle(t *testing.T, edit func(m map[string]any)) string {
 // maka boundary: 0 allowed, 1 refused, 2 when there is no verdict to give.
 func TestBoundaryExitStatus(t *testing.T) {
 	refused := writeBundle(t, func(m map[string]any) {
-		m["root"].(map[string]any)["readonly"] = false
+		m["process"].(map[string]any)["capabilities"] = map[string]any{"bounding": []string{"CAP_SYS_ADMIN"}}
 	})
 	badJSON := t.TempDir()
 	if err := os.WriteFile(filepath.Join(badJSON, "config.json"), []byte(`{"ociVersion": "1.0.2",`), 0o644); err != nil {

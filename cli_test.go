@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/maka-runtime/maka/libmaka/monitor"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/sirupsen/logrus"
 )
 
 func TestFilterPsTable(t *testing.T) {
@@ -69,5 +72,23 @@ func TestDenialSummary(t *testing.T) {
 	}
 	if got := denialSummary(recs[2:3]); got != "" {
 		t.Errorf("nothing denied: %q", got)
+	}
+}
+
+// libcontainer's note on the prestart wrapper it cannot serialize is
+// dropped; every other line, warnings included, is written.
+func TestWithoutFuncHookNotes(t *testing.T) {
+	var buf bytes.Buffer
+	l := logrus.New()
+	l.SetOutput(&buf)
+	l.SetFormatter(withoutFuncHookNotes{&logrus.TextFormatter{DisableColors: true}})
+	l.Warnf("cannot serialize hook of type %T, skipping", configs.FuncHook{})
+	if buf.Len() != 0 {
+		t.Errorf("the FuncHook note was written: %q", buf.String())
+	}
+	l.Warnf("cannot serialize hook of type %T, skipping", 1)
+	l.Warn("poststop hook #0 failed")
+	if got := buf.String(); !strings.Contains(got, "type int") || !strings.Contains(got, "poststop hook #0 failed") {
+		t.Errorf("other lines lost: %q", got)
 	}
 }

@@ -63,8 +63,9 @@ EXAMPLE:
 			return err
 		}
 		libmaka.CrashPoint("delete:record-published")
-		// A failing poststop hook runs once the cgroup and the state are
-		// gone: the record goes, and delete still fails, as runc's.
+		// The poststop hooks run once the cgroup and the state are gone;
+		// one that fails is a warning and delete succeeds (the spec's
+		// step 13; runc fails the delete).
 		return op.Teardown(ctr, nil)
 	},
 }

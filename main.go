@@ -163,15 +163,34 @@ func setupLogging(c *cli.Context) error {
 		logrus.SetOutput(f)
 		logToStderr = false
 	}
+	var f logrus.Formatter
 	switch strings.ToLower(c.String("log-format")) {
 	case "text", "":
-		logrus.SetFormatter(&logrus.TextFormatter{DisableColors: true})
+		f = &logrus.TextFormatter{DisableColors: true}
 	case "json":
-		logrus.SetFormatter(&logrus.JSONFormatter{})
+		f, logJSON = &logrus.JSONFormatter{}, true
 	default:
 		return fmt.Errorf("--log-format: unknown format %q (want text or json)", c.String("log-format"))
 	}
+	logrus.SetFormatter(withoutFuncHookNotes{f})
 	return nil
+}
+
+// logJSON is true when the log is JSON (--log-format json).
+var logJSON bool
+
+// withoutFuncHookNotes drops libcontainer's "cannot serialize hook of type
+// configs.FuncHook, skipping": maka's own hooks in libcontainer's config
+// (the prestart hooks' wrapper, libmaka.PrestartAsCreated) are functions
+// that run in this process and are meant to stay out of state.json and
+// the init's copy. Every other line passes unchanged.
+type withoutFuncHookNotes struct{ logrus.Formatter }
+
+func (w withoutFuncHookNotes) Format(e *logrus.Entry) ([]byte, error) {
+	if e.Level == logrus.WarnLevel && strings.HasPrefix(e.Message, "cannot serialize hook of type configs.FuncHook") {
+		return nil, nil
+	}
+	return w.Formatter.Format(e)
 }
 
 // command is the command's name, for the phase table.
@@ -184,13 +203,16 @@ func fatal(err error) {
 }
 
 func fatalWithCode(err error, code int) {
-	_, isJSON := logrus.StandardLogger().Formatter.(*logrus.JSONFormatter)
+	isJSON := logJSON
 	entry := logrus.NewEntry(logrus.StandardLogger())
+	text := ""
 	var rejected *specconv.RejectedError
 	if errors.As(err, &rejected) {
 		// The code leads whatever wrapped it, and the JSON log carries
-		// the items for machines.
+		// the items for machines. The text clients pass on (conmon, the
+		// shims) is bounded, whatever was refused.
 		err = rejected
+		text = rejected.ClientText(specconv.ClientTextMax)
 		entry = entry.WithFields(logrus.Fields{"code": specconv.RejectedCode, "items": rejected.Verdict.Items})
 	}
 	if killed := killedError(err); killed != nil {
@@ -201,14 +223,17 @@ func fatalWithCode(err error, code int) {
 			entry = entry.WithField("emptyAfterMs", ms)
 		}
 	}
+	if text == "" {
+		text = errorText(err)
+	}
 	if logToStderr && !isJSON {
 		// Plain text on stderr: the message itself, so that it can start
 		// with a machine-readable code (BOUNDARY_REJECTED: ...).
-		fmt.Fprintln(os.Stderr, errorText(err))
+		fmt.Fprintln(os.Stderr, text)
 	} else {
-		entry.Error(err)
+		entry.Error(text)
 		if !logToStderr {
-			fmt.Fprintln(os.Stderr, errorText(err))
+			fmt.Fprintln(os.Stderr, text)
 		}
 	}
 	os.Exit(code)

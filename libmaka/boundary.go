@@ -53,6 +53,9 @@ type Boundary struct {
 	// Hooks run on the host (only when the policy allows hooks).
 	Hooks       *specs.Hooks      `json:"hooks,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// TimeOffsets are the time namespace's offsets of the monotonic and
+	// boottime clocks (only with a time namespace of the sandbox's own).
+	TimeOffsets map[string]specs.LinuxTimeOffset `json:"timeOffsets,omitempty"`
 }
 
 // Users says whose ids the sandbox's processes hold on the host. With a
@@ -112,6 +115,17 @@ type Rootfs struct {
 	// the host root's files show as the sandbox's root's (read-only).
 	// Without it, in a user namespace they show as nobody.
 	IDMapped bool `json:"idmapped,omitempty"`
+	// WritableView: config.json asked for a writable root (root.readonly
+	// false) under a policy that never lets the root be written. The root
+	// stays read-only (Readonly is true); the sandbox sees it writable
+	// through an overlay whose writes land in a tmpfs of its own, bounded
+	// by Limits.TmpfsSize and gone with it.
+	WritableView bool `json:"writableView,omitempty"`
+	// Overlay: the root is one overlay (set at create by
+	// Op.BuildOverlayRoot): the root, read-only and idmapped, under a
+	// tmpfs of the sandbox's own that holds the mount points it lacks (and
+	// a writable view's writes).
+	Overlay bool `json:"overlay,omitempty"`
 	// Missing are mount points the root lacks (resolved in the root,
 	// relative to it): maka provides them in a scaffold, never in the root.
 	Missing      []string `json:"missing,omitempty"`

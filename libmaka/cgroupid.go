@@ -173,11 +173,7 @@ func (c *Container) recordedCgroup() (path string, id uint64, created time.Time,
 	if path == "" {
 		return "", 0, time.Time{}, false, nil
 	}
-	store, err := c.rt.Store(false)
-	if err != nil {
-		return "", 0, time.Time{}, false, err
-	}
-	rec, err := store.Get(c.ID())
+	rec, err := c.contractRecord()
 	if err != nil {
 		return "", 0, time.Time{}, false, err
 	}

@@ -55,6 +55,9 @@ type Record struct {
 	// Poststart hooks are kept out of libcontainer's config: libcontainer
 	// v1.5.3 runs them at create, the runtime spec says after start.
 	Poststart []specs.Hook `json:"poststart,omitempty"`
+	// Poststop hooks too: the teardown runs them once everything else is
+	// gone, and a failing one is a warning (the spec's step 13).
+	Poststop []specs.Hook `json:"poststop,omitempty"`
 	// Process is the init's process spec: the base of `exec` (environment,
 	// user, capabilities), so that exec never reads config.json again.
 	Process *specs.Process `json:"process,omitempty"`
@@ -72,6 +75,22 @@ type Container struct {
 	*libcontainer.Container
 	rt     *Runtime
 	Record Record
+	// held is the contract record as the teardown now running read it
+	// under the id's lock (nil: read the store).
+	held *ContainerRecord
+}
+
+// contractRecord is c's record in the contract store: the one the teardown
+// holds, else read.
+func (c *Container) contractRecord() (*ContainerRecord, error) {
+	if c.held != nil {
+		return c.held, nil
+	}
+	store, err := c.rt.Store(false)
+	if err != nil || store == nil {
+		return nil, err
+	}
+	return store.Get(c.ID())
 }
 
 // Create sets up a new container under op (the id's lock, taken by
@@ -179,16 +198,25 @@ func (rt *Runtime) Load(id string) (*Container, error) {
 		return nil, containerError(id, err)
 	}
 	c := &Container{Container: lc, rt: rt}
-	data, err := os.ReadFile(filepath.Join(rt.Root, id, recordFile))
+	if err := c.readRecord(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// readRecord reads maka's record beside libcontainer's state (none: an
+// empty record).
+func (c *Container) readRecord() error {
+	data, err := os.ReadFile(filepath.Join(c.rt.Root, c.ID(), recordFile))
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(data, &c.Record); err != nil {
-			return nil, fmt.Errorf("container %s: %s: %w", id, recordFile, err)
+			return fmt.Errorf("container %s: %s: %w", c.ID(), recordFile, err)
 		}
 	case !errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("container %s: %w", id, err)
+		return fmt.Errorf("container %s: %w", c.ID(), err)
 	}
-	return c, nil
+	return nil
 }
 
 // IDs lists the ids of the containers under the root, sorted.
@@ -399,7 +427,7 @@ func (c *Container) archive() {
 	if err != nil || store == nil {
 		return
 	}
-	rec, err := store.Get(c.ID())
+	rec, err := c.contractRecord()
 	if err == nil && rec != nil {
 		err = store.Archive(c.ID(), rec.Created, c.StateDir())
 	}
@@ -448,4 +476,46 @@ func (c *Container) SignalAll(sig unix.Signal) error {
 		_ = unix.Kill(pid, sig)
 	}
 	return nil
+}
+
+// SetInitRlimits applies rlimits to the container's init (pid, parked on
+// the exec fifo: libcontainer's init has done its own work). The process
+// is pinned by a pidfd and checked to be the init libcontainer recorded
+// (its start time) before and alive after: a pid reused by a host process
+// is never given the sandbox's limits.
+func (c *Container) SetInitRlimits(pid int, rls []configs.Rlimit) error {
+	if len(rls) == 0 {
+		return nil
+	}
+	st, err := c.Container.State()
+	if err != nil {
+		return fmt.Errorf("container %s: %w", c.ID(), err)
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return fmt.Errorf("container %s: init %d: pidfd_open: %w", c.ID(), pid, err)
+	}
+	defer unix.Close(pidfd)
+	if start, err := procStartTime(pid); err != nil || start != st.InitProcessStartTime {
+		return fmt.Errorf("container %s: init %d is not the process libcontainer started", c.ID(), pid)
+	}
+	for _, rl := range rls {
+		if err := unix.Prlimit(pid, rl.Type, &unix.Rlimit{Cur: rl.Soft, Max: rl.Hard}, nil); err != nil {
+			return fmt.Errorf("container %s: process.rlimits: %s: %w", c.ID(), rlimitName(rl.Type), err)
+		}
+	}
+	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+		return fmt.Errorf("container %s: init %d exited while its rlimits were set: %w", c.ID(), pid, ErrNotRunning)
+	}
+	return nil
+}
+
+func rlimitName(t int) string {
+	switch t {
+	case unix.RLIMIT_AS:
+		return "RLIMIT_AS"
+	case unix.RLIMIT_DATA:
+		return "RLIMIT_DATA"
+	}
+	return "rlimit " + strconv.Itoa(t)
 }

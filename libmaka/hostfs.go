@@ -263,11 +263,13 @@ func OpenHostSource(src string) (*os.File, error) {
 // process whose root is root would reach it (links resolved inside root,
 // never out of it; no magic link), for reading, only if it is a regular
 // file on a data filesystem; anything else is refused without being
-// opened. root itself is the caller's host path (resolved as the host
-// resolves it) and must be a directory on a data filesystem. The HOME
-// lookup reads a root's /etc/passwd with it.
+// opened. root itself is a path the host check resolved (the Boundary's
+// root or bind source): it is opened without following any link, so a
+// root swapped for a link to a host directory since is refused, not read
+// through. It must be a directory on a data filesystem. The HOME lookup
+// reads a root's /etc/passwd with it.
 func OpenRootFile(root, rel string) (*os.File, error) {
-	r, err := pin(unix.AT_FDCWD, root, true, unix.RESOLVE_NO_MAGICLINKS, root)
+	r, err := pin(unix.AT_FDCWD, root, true, unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS, root)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", root, err)
 	}

@@ -105,12 +105,13 @@ func recvName(e ast.Expr) string {
 // one a sandbox, an image or a bundle's author controls, except the last
 // group.
 const (
-	ownState    = "maka's own state (--root, --state-dir, locks, records, journals, history, id leases), in root-owned directories only maka writes"
-	cgroupFiles = "cgroupfs files of the sandbox's cgroup, which maka reads and writes by design (cgroup.kill, cgroup.events...)"
-	hostFacts   = "the host's own files and the kernel's view of a pid maka tracks (/proc/PID/..., /proc/self, /dev/null, /dev/tty, the host's /etc/passwd, maka's monitor executable)"
-	pathOnly    = "O_PATH only (statfs, a held tmpfs), never opened for reading or writing"
-	callersPath = "a path the caller names (--process, --resources, --log, --policy, a man page directory, cp's host DST)"
-	bundleItem1 = "a bundle's path (root.path, the scaffold over it, config.json): issue 24 item 1's descriptor helper, not this one"
+	ownState      = "maka's own state (--root, --state-dir, locks, records, journals, history, id leases), in root-owned directories only maka writes"
+	monitorCgroup = "the monitors' cgroups (<cgroup root>/maka.monitors), maka's own"
+	cgroupFiles   = "cgroupfs files of the sandbox's cgroup, which maka reads and writes by design (cgroup.kill, cgroup.events...)"
+	hostFacts     = "the host's own files and the kernel's view of a pid maka tracks (/proc/PID/..., /proc/self, /dev/null, /dev/tty, the host's /etc/passwd, maka's monitor executable)"
+	pathOnly      = "O_PATH only (statfs, a held tmpfs), never opened for reading or writing"
+	callersPath   = "a path the caller names (--process, --resources, --log, --policy, a man page directory, cp's host DST)"
+	bundleItem1   = "a bundle's path (root.path, the scaffold over it, config.json): issue 24 item 1's descriptor helper, not this one"
 )
 
 // otherOpens is every open in the module outside hostfs.go, and why it is
@@ -119,34 +120,38 @@ const (
 // controls, go through hostfs.go (pin, OpenHostSource, OpenRootFile,
 // createIn, mkdirIn, openSubdir); otherwise add it here with its reason.
 var otherOpens = map[string]string{
-	"specconv/checks.go: cgroupProcs: os.ReadFile":               cgroupFiles,
-	"libmaka/hostpath.go: NeverOf: os.ReadDir":                   ownState,
-	"libmaka/hostpath.go: NeverOf: os.ReadFile":                  ownState,
-	"libmaka/hostpath.go: Op.Stage: os.OpenFile":                 ownState,
-	"libmaka/hostpath.go: reclaimStages: os.ReadDir":             ownState,
-	"libmaka/hostpath.go: unstage: os.ReadDir":                   ownState,
-	"libmaka/hostpath.go: ancestors: unix.Openat":                bundleItem1,
-	"libmaka/hostpath.go: openNamespace: unix.Openat":            bundleItem1,
-	"libmaka/hostpath.go: openNoLinks: unix.Openat2":             bundleItem1,
-	"libmaka/hostpath.go: OpenBeneath: unix.Openat2":             bundleItem1,
-	"libmaka/monitor/guard.go: populatedFd: unix.Openat":         cgroupFiles,
-	"libmaka/monitor/journal.go: CopyJournal: os.Open":           ownState,
-	"libmaka/monitor/journal.go: CopyJournal: os.OpenFile":       ownState,
-	"libmaka/monitor/journal.go: OpenJournalLimits: os.OpenFile": ownState,
-	"libmaka/monitor/journal.go: readStats: os.ReadFile":         ownState,
-	"libmaka/monitor/journal.go: writeStats: os.WriteFile":       ownState,
-	"libmaka/monitor/pidfd.go: readPidFile: os.ReadFile":         ownState,
-	"libmaka/monitor/pidfd.go: writePidFile: os.WriteFile":       ownState,
-	"libmaka/monitor/pidfd.go: startTime: os.ReadFile":           hostFacts,
-	"libmaka/monitor/spawn.go: Spawn: os.OpenFile":               ownState,
-	"libmaka/idpool.go: heldRanges: os.ReadDir":                  ownState,
-	"libmaka/idpool.go: lockDir: unix.Open":                      ownState,
-	"libmaka/republish.go: Op.rewriteMakaJSON: os.ReadFile":      ownState,
-	"libmaka/phase/phase.go: End: os.OpenFile":                   callersPath,
-	"libmaka/phase/phase.go: processStart: os.ReadFile":          hostFacts,
+	"specconv/checks.go: cgroupProcs: os.ReadFile":                 cgroupFiles,
+	"libmaka/hostpath.go: NeverOf: os.ReadDir":                     ownState,
+	"libmaka/hostpath.go: NeverOf: os.ReadFile":                    ownState,
+	"libmaka/hostpath.go: Op.Stage: os.OpenFile":                   ownState,
+	"libmaka/hostpath.go: unstage: os.ReadDir":                     ownState,
+	"libmaka/hostpath.go: ancestors: unix.Openat":                  bundleItem1,
+	"libmaka/hostpath.go: openNamespace: unix.Openat":              bundleItem1,
+	"libmaka/hostpath.go: openNoLinks: unix.Openat2":               bundleItem1,
+	"libmaka/hostpath.go: OpenBeneath: unix.Openat2":               bundleItem1,
+	"libmaka/monitor/guard.go: populatedFd: unix.Openat":           cgroupFiles,
+	"libmaka/monitor/moncgroup.go: RemoveCgroupPath: os.WriteFile": monitorCgroup,
+	"libmaka/monitor/moncgroup.go: cgroupOfState: os.ReadFile":     ownState,
+	"libmaka/monitor/moncgroup.go: makeCgroup: os.OpenFile":        monitorCgroup,
+	"libmaka/monitor/moncgroup.go: makeCgroup: os.WriteFile":       monitorCgroup,
+	"libmaka/monitor/spawn.go: Spawn: os.WriteFile":                ownState,
+	"libmaka/monitor/journal.go: CopyJournal: os.Open":             ownState,
+	"libmaka/monitor/journal.go: CopyJournal: os.OpenFile":         ownState,
+	"libmaka/monitor/journal.go: OpenJournalLimits: os.OpenFile":   ownState,
+	"libmaka/monitor/journal.go: readStats: os.ReadFile":           ownState,
+	"libmaka/monitor/journal.go: writeStats: os.WriteFile":         ownState,
+	"libmaka/monitor/pidfd.go: readPidFile: os.ReadFile":           ownState,
+	"libmaka/monitor/pidfd.go: writePidFile: os.WriteFile":         ownState,
+	"libmaka/monitor/pidfd.go: startTime: os.ReadFile":             hostFacts,
+	"libmaka/monitor/spawn.go: Spawn: os.OpenFile":                 ownState,
+	"libmaka/idpool.go: heldRanges: os.ReadDir":                    ownState,
+	"libmaka/idpool.go: lockDir: unix.Open":                        ownState,
+	"libmaka/republish.go: Op.rewriteMakaJSON: os.ReadFile":        ownState,
+	"libmaka/phase/phase.go: End: os.OpenFile":                     callersPath,
+	"libmaka/phase/phase.go: processStart: os.ReadFile":            hostFacts,
 	// ownState
 	"libmaka/container.go: Runtime.IDs: os.ReadDir":                       ownState,
-	"libmaka/container.go: Runtime.Load: os.ReadFile":                     ownState,
+	"libmaka/container.go: Container.readRecord: os.ReadFile":             ownState,
 	"libmaka/container.go: writeJSONAtomic: os.WriteFile":                 ownState,
 	"libmaka/history.go: Store.History: os.ReadDir":                       ownState,
 	"libmaka/history.go: Store.PruneHistory: os.ReadDir":                  ownState,
@@ -160,7 +165,7 @@ var otherOpens = map[string]string{
 	"libmaka/monitor/record.go: ReadJournal: os.Open":                     ownState,
 	"libmaka/pidfile.go: WritePidFile: os.CreateTemp":                     ownState,
 	"libmaka/recover.go: Runtime.removeStaleTemps: os.ReadDir":            ownState,
-	"libmaka/rootfs.go: reclaimRoots: os.ReadDir":                         ownState,
+	"libmaka/rootfs.go: reclaimOrphans: os.ReadDir":                       ownState,
 	"libmaka/rootless_exec.go: Container.RootlessExecFilter: os.ReadFile": ownState,
 	"libmaka/sandbox/exec.go: acquireExecSlot: os.OpenFile":               ownState,
 	"libmaka/sandbox/owner.go: Purge: os.ReadDir":                         ownState,
@@ -230,15 +235,19 @@ var otherOpens = map[string]string{
 	"main.go: setupLogging: os.OpenFile":         callersPath,
 	"update.go: updateResources: os.ReadFile":    callersPath,
 	// bundleItem1
-	"libmaka/rootfs.go: MissingMountpoints: os.Open":      bundleItem1,
-	"libmaka/rootfs.go: MissingMountpoints: unix.Openat2": bundleItem1,
-	"libmaka/rootfs.go: scaffolder.allHidden: os.ReadDir": bundleItem1,
-	"libmaka/rootfs.go: Op.BuildRoot: unix.Open":          ownState,
-	"libmaka/rootfs.go: scaffolder.build: os.OpenFile":    bundleItem1,
-	"libmaka/rootfs.go: scaffolder.build: os.ReadDir":     bundleItem1,
-	"libmaka/rootfs.go: scaffolder.entry: os.OpenFile":    bundleItem1,
-	"libmaka/rootfs.go: scaffolder.entry: os.ReadDir":     bundleItem1,
-	"specconv/specconv.go: LoadSpec: os.ReadFile":         bundleItem1,
+	"libmaka/rootfs.go: MissingMountpoints: os.Open":         bundleItem1,
+	"libmaka/rootfs.go: MissingMountpoints: unix.Openat2":    bundleItem1,
+	"libmaka/rootfs.go: scaffolder.allHidden: os.ReadDir":    bundleItem1,
+	"libmaka/rootfs.go: Op.BuildRoot: unix.Open":             ownState,
+	"libmaka/overlayroot.go: Op.BuildOverlayRoot: unix.Open": ownState,
+	"libmaka/overlayroot.go: Op.stagePoint: os.OpenFile":     ownState,
+	"libmaka/overlayroot.go: mkdirBeneath: unix.Openat":      bundleItem1,
+	"libmaka/overlayroot.go: mkdirBeneath: unix.Openat2":     bundleItem1,
+	"libmaka/rootfs.go: scaffolder.build: os.OpenFile":       bundleItem1,
+	"libmaka/rootfs.go: scaffolder.build: os.ReadDir":        bundleItem1,
+	"libmaka/rootfs.go: scaffolder.entry: os.OpenFile":       bundleItem1,
+	"libmaka/rootfs.go: scaffolder.entry: os.ReadDir":        bundleItem1,
+	"specconv/specconv.go: LoadSpec: os.ReadFile":            bundleItem1,
 }
 
 // hostfsCallers are the callers of the helper's entry points: every

@@ -161,3 +161,39 @@ func TestCopyDirSkipsKernelFile(t *testing.T) {
 		t.Errorf("copied: %v", err)
 	}
 }
+
+// The HOME lookup reads the root's /etc/passwd by the root's resolved
+// path: a root swapped for a link to the host's / meanwhile is refused,
+// never read through (session 13's review: the lookup followed it).
+func TestOpenRootFileRefusesASwappedRoot(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "rootfs")
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root-of-the-image:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenRootFile(root, "etc/passwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	host := filepath.Join(dir, "host")
+	if err := os.MkdirAll(filepath.Join(host, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, "etc/passwd"), []byte("root:x:0:0::/host-secret:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(root, root+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(host, root); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := OpenRootFile(root, "etc/passwd"); err == nil {
+		f.Close()
+		t.Error("a root swapped for a link to a host directory: its passwd was opened")
+	}
+}

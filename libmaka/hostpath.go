@@ -438,26 +438,7 @@ func unstage(dir string) error {
 // reclaimStages removes the staged mounts of ids no live command holds and
 // no record names (creates that died before their End).
 func reclaimStages(store *Store) {
-	base := filepath.Dir(stageDir(store, "x"))
-	entries, err := os.ReadDir(base)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		id := e.Name()
-		if !ValidID(id) {
-			continue
-		}
-		lock, err := store.Lock(id, 0)
-		if err != nil {
-			continue
-		}
-		// A live sandbox's (its record names it) stays until its teardown.
-		if rec, err := store.Get(id); err == nil && rec == nil {
-			_ = unstage(filepath.Join(base, id))
-		}
-		lock.Unlock()
-	}
+	reclaimOrphans(store, filepath.Dir(stageDir(store, "x")), unstage)
 }
 
 // Staged are the paths libcontainer is handed in place of the Boundary's
@@ -471,6 +452,9 @@ type Staged struct {
 	Mounts map[int]string
 	// Namespaces[i] stands for b.Namespaces[i].Path.
 	Namespaces map[int]string
+	// UserNS: the user namespace is maka's own (BuildOverlayRoot), joined
+	// by its path: libcontainer reads its mappings from it.
+	UserNS bool
 }
 
 // StageBoundary opens the root, every bind source and every namespace

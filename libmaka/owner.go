@@ -2,7 +2,6 @@ package libmaka
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -61,11 +60,25 @@ func BindOwnerOf(id string, annotations map[string]string) BindOwner {
 	return o
 }
 
-var plainNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.+-]{0,254}$`)
-
-// plainName: one path component, never "." or "..".
+// plainName: one path component of 1 to 255 characters, a letter or digit
+// first, then letters, digits and "_.+-" (so never "." or ".."). A loop,
+// not a regular expression: `{0,254}` compiled at package init cost every
+// start of maka (its init included) 24 ms in the test guest, 3358
+// allocations (GODEBUG=inittrace=1).
 func plainName(s string) bool {
-	return plainNameRE.MatchString(s) && s != "." && s != ".."
+	if len(s) == 0 || len(s) > 255 || !alnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && c != '_' && c != '.' && c != '+' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func alnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // placeholders are the names a bindPaths rule's component may hold.

@@ -42,6 +42,9 @@ type Op struct {
 	// stageGID: the group that may search the stage directory (the
 	// sandbox's root's host gid, with a user namespace), or -1: none.
 	stageGID int
+	// holder holds the user namespace BuildOverlayRoot made until
+	// libcontainer's init has joined it (End stops it).
+	holder *usernsHolder
 }
 
 // Begin takes the id's lock for command (waiting up to LockWait for another
@@ -165,6 +168,8 @@ func (op *Op) End() {
 	if op == nil || op.lock == nil {
 		return
 	}
+	// The sandbox's init holds its user namespace now (or there is none).
+	op.holder.stop()
 	if !op.committed {
 		switch {
 		case op.creating && op.Record != nil:

@@ -219,7 +219,7 @@ func rootsDir(s *Store) string {
 // staged (rootless: the user's own files).
 func (op *Op) BuildRoot(b *Boundary, from string) error {
 	r := &b.Rootfs
-	if !r.Scaffolded() {
+	if !r.Scaffolded() || r.Overlay {
 		return nil
 	}
 	if !r.Readonly {
@@ -302,7 +302,6 @@ func (op *Op) BuildRoot(b *Boundary, from string) error {
 		r.Binds = append(r.Binds, specs.Mount{Destination: "/" + e, Type: "bind", Source: src, Options: opts})
 	}
 	r.Scaffold = dir
-	CrashPoint(op.Command + ":root-built")
 	return nil
 }
 
@@ -572,7 +571,15 @@ func removeRoot(dir string) error {
 // reclaimRoots removes the scaffolds no record names and no live command
 // holds: creates that died between building and publishing.
 func reclaimRoots(store *Store) {
-	entries, err := os.ReadDir(rootsDir(store))
+	reclaimOrphans(store, rootsDir(store), removeRoot)
+}
+
+// reclaimOrphans removes, with remove, each entry of dir named by an id
+// that no live command holds (its lock is free) and no record names: what
+// a create that died before publishing left there. A live sandbox's stays
+// until its teardown.
+func reclaimOrphans(store *Store, dir string, remove func(string) error) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
@@ -586,7 +593,7 @@ func reclaimRoots(store *Store) {
 			continue
 		}
 		if rec, err := store.Get(id); err == nil && rec == nil {
-			_ = removeRoot(filepath.Join(rootsDir(store), id))
+			_ = remove(filepath.Join(dir, id))
 		}
 		lock.Unlock()
 	}

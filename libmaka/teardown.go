@@ -9,6 +9,7 @@ import (
 	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 )
 
@@ -27,8 +28,8 @@ const KillTimeout = 10 * time.Second
 // cgroup, the mounts and the state, and the record with its lease of ids
 // last. A step that fails stops the teardown and keeps the record and the
 // lease, so that no id block is handed out again while a process of the
-// sandbox may live, and `maka recover` retries. A failing poststop hook
-// (it runs once the rest is gone) is returned after the record is dropped.
+// sandbox may live, and `maka recover` retries. The poststop hooks run last,
+// once the rest is gone; one that fails is a warning (runtime spec, step 13).
 func (op *Op) Teardown(ctr *Container, afterKill func()) error {
 	gone, err := op.rt.teardown(op.lock, op.ID, op.Record, ctr, afterKill, op.Command)
 	if gone {
@@ -42,7 +43,7 @@ func (op *Op) Teardown(ctr *Container, afterKill func()) error {
 func (rt *Runtime) reap(lock *Lock, rec *ContainerRecord) error {
 	gone, err := rt.teardown(lock, rec.ID, rec, nil, nil, "reap")
 	if gone && err != nil {
-		// The sandbox is gone; only its poststop hook failed.
+		// The sandbox is gone; only libcontainer's destroy complained.
 		logrus.Warnf("container %s: %v", rec.ID, err)
 		return nil
 	}
@@ -50,17 +51,26 @@ func (rt *Runtime) reap(lock *Lock, rec *ContainerRecord) error {
 }
 
 // teardown is the one routine behind Teardown and reap. gone reports that
-// the record was dropped (err may then be a poststop hook's failure).
+// the record was dropped (err may then be libcontainer's destroy's
+// complaint about what the later steps removed).
 func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Container, afterKill func(), command string) (gone bool, err error) {
 	stateDir := filepath.Join(rt.Root, id)
 	// libcontainer's own teardown first when its state loads: it knows the
-	// init (even outside the cgroup) and runs the poststop hooks.
+	// init (even outside the cgroup).
 	if ctr == nil {
 		if lc, lerr := libcontainer.Load(rt.Root, id); lerr == nil {
 			ctr = &Container{Container: lc, rt: rt}
+			// Its poststop hooks are in maka's record beside it; one
+			// that cannot be read keeps nothing else from going.
+			if rerr := ctr.readRecord(); rerr != nil {
+				logrus.Warnf("container %s: %v", id, rerr)
+			}
 		}
 	}
 	if ctr != nil {
+		// The record this teardown read under the id's lock is what
+		// the ownership checks compare with: no second read.
+		ctr.held = rec
 		if err := ctr.Kill(KillTimeout); err != nil {
 			return false, err
 		}
@@ -70,20 +80,57 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 		afterKill()
 	}
 	monitor.Stop(stateDir)
+	// Its cgroup goes once the sandbox is dead (below); libcontainer's
+	// destroy removes the state directory that names it.
+	monCgroup, err := monitor.CgroupOf(stateDir)
+	if err != nil {
+		return false, err
+	}
+	if monCgroup == "" && rec != nil {
+		// The state directory is gone (lost): the record still names it.
+		monCgroup = rec.MonitorCgroup
+	}
+	// A monitor that did not stop within Stop's grace (slow: it runs on
+	// half a CPU in its own cgroup) still writes into the state directory:
+	// it and its guard are killed now, before libcontainer's destroy
+	// removes that directory (CI-E, userns.bats' six concurrent creates:
+	// "unlinkat …: directory not empty"). Only once Kill has ended the
+	// sandbox: never a live sandbox without its monitor.
+	if ctr != nil {
+		if err := monitor.RemoveCgroupPath(monCgroup); err != nil {
+			return false, err
+		}
+	}
 	phase.Mark("teardown: monitor")
 	CrashPoint(command + ":mid-delete")
-	var hookErr error
+	var destroyErr error
+	var poststop *specs.State
 	if ctr != nil {
+		if len(ctr.Record.Poststop) > 0 {
+			// The state the hooks get, taken while libcontainer's
+			// state is there (its bundle and annotations).
+			if st, serr := ctr.OCIState(); serr == nil {
+				st.Status, st.Pid = specs.StateStopped, 0
+				poststop = st
+			} else {
+				logrus.Warnf("container %s: poststop hooks: %v", id, serr)
+			}
+		}
 		// A failure here is checked below: what matters is that the
-		// cgroup and the state are gone (a failing poststop hook runs
-		// last, after both).
-		hookErr = ctr.Destroy()
+		// cgroup and the state are gone.
+		destroyErr = ctr.Destroy()
 		phase.Mark("teardown: libcontainer destroy")
 	}
 	if rec != nil {
 		if err := killCgroup(rec.CgroupPath, rec.CgroupID, rec.Created, KillTimeout); err != nil {
 			return false, err
 		}
+	}
+	// The monitor's own cgroup once the sandbox is dead (a cgroup that
+	// will not go keeps the record for recover, never a live sandbox
+	// without its monitor).
+	if err := monitor.RemoveCgroupPath(monCgroup); err != nil {
+		return false, err
 	}
 	if err := unmountBelow(stateDir); err != nil {
 		return false, err
@@ -98,9 +145,12 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 	}
 	CrashPoint(command + ":state-removed")
 	// No process of the sandbox is left: Drop gives its ids back.
-	if err := lock.Drop(); err != nil {
+	if err := lock.drop(rec); err != nil {
 		return false, err
 	}
 	phase.Mark("teardown: cgroup, state, record")
-	return true, hookErr
+	if poststop != nil {
+		RunPoststop(id, ctr.Record.Poststop, poststop)
+	}
+	return true, destroyErr
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/maka-runtime/maka/internal/printable"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/cgroups/devices/config"
 	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
@@ -72,15 +73,61 @@ const firstLineMax = 200
 // firstLineMax bytes), then one line per refused thing: a capability once,
 // naming its sets, anything else once per field. `maka boundary` and the
 // JSON log keep the full list, one item per field.
-func (e *RejectedError) Error() string {
+func (e *RejectedError) Error() string { return e.text(0) }
+
+// ClientTextMax bounds a rejection as maka hands it to a client (stderr,
+// the log's error line): conmon reads the runtime's stderr once, up to
+// 8191 bytes, after the runtime exited, and passes what it read inside its
+// own JSON line; three quarters of that leaves room for a warning written
+// before. Podman's default container under restricted (48 items, 4-5 KB)
+// fits whole. The full list stays in `maka boundary` and in the JSON log's
+// items.
+const ClientTextMax = 6144
+
+// ClientText is the rejection bounded to max bytes, escaped for a
+// terminal (printable.Text): the first line, then as many whole item
+// lines as fit, then how many more there are and where they all are. A
+// client that passes max bytes on whole never cuts a line, nor a
+// character inside one.
+func (e *RejectedError) ClientText(max int) string {
+	return e.text(max)
+}
+
+func (e *RejectedError) text(max int) string {
 	v := e.Verdict
 	groups := groupItems(v.Items)
 	lines := make([]string, 0, len(groups)+1)
-	lines = append(lines, firstLine(v, groups))
-	for _, g := range groups {
-		lines = append(lines, "  "+g.line)
+	// Bounded, the text is measured as a client receives it: escaped.
+	esc := func(s string) string { return s }
+	if max > 0 {
+		esc = printable.Text
+	}
+	lines = append(lines, esc(firstLine(v, groups)))
+	size := len(lines[0])
+	for i, g := range groups {
+		line := esc("  " + g.line)
+		if max > 0 {
+			size += 1 + len(line)
+			// The note on the lines left out must still fit after
+			// the last line kept.
+			reserve := 0
+			if left := len(groups) - i - 1; left > 0 {
+				reserve = 1 + len(moreNote(left))
+			}
+			if size+reserve > max {
+				lines = append(lines, moreNote(len(groups)-i))
+				break
+			}
+		}
+		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// moreNote ends a bounded rejection: how many lines were left out, and
+// where every item is.
+func moreNote(left int) string {
+	return fmt.Sprintf("  ... and %d more: `maka boundary` on the bundle lists every item (so does the JSON log's items field)", left)
 }
 
 // itemGroup is one line of a rejection: one item, or one capability with
@@ -213,10 +260,9 @@ var (
 	}
 	// Namespaces that must be private (network is governed by the network mode).
 	mandatoryNamespaces = []specs.LinuxNamespaceType{specs.PIDNamespace, specs.MountNamespace, specs.IPCNamespace, specs.UTSNamespace}
-	// Namespaces maka can make or join (no time namespace: its offsets
-	// are not supported).
+	// Namespaces maka can make or join.
 	knownNamespaces = []specs.LinuxNamespaceType{specs.PIDNamespace, specs.NetworkNamespace, specs.MountNamespace,
-		specs.IPCNamespace, specs.UTSNamespace, specs.UserNamespace, specs.CgroupNamespace}
+		specs.IPCNamespace, specs.UTSNamespace, specs.UserNamespace, specs.CgroupNamespace, specs.TimeNamespace}
 	// Filesystems mounted by the runtime for the container's own view.
 	systemMountTypes = []string{"proc", "sysfs", "devpts", "mqueue", "cgroup", "cgroup2"}
 	capSets          = []string{"bounding", "effective", "permitted", "inheritable", "ambient"}
@@ -295,6 +341,7 @@ func compile(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, Verdi
 		v.Items = []Item{}
 	}
 	b := summarise(ns, policy, c.timeout, c.defaultSeccomp)
+	b.Rootfs.WritableView = c.writableView
 	b.Syscalls.Narrowed = c.seccompNarrowed
 	if !v.Allowed {
 		return b, v, &RejectedError{Verdict: v}
@@ -349,6 +396,9 @@ type checker struct {
 	// exec: checking a process exec'd into an existing container, whose
 	// missing capabilities mean the container's own.
 	exec bool
+	// writableView: root.readonly false under a policy that does not let
+	// the root be written (checkRoot).
+	writableView bool
 }
 
 func (c *checker) reject(field, allow, format string, args ...any) {
@@ -371,13 +421,23 @@ func (c *checker) run() {
 	c.checkTimeout()
 }
 
+// checkRoot: the trusted root is never written unless the policy lets
+// config.json write its own (writableRootfs: an engine's per-container
+// root). Otherwise root.readonly false asks for a writable view: the root
+// stays read-only under an overlay whose writes land in a tmpfs of the
+// sandbox's own, bounded by its tmpfs limit, gone with it
+// (libmaka.Op.BuildOverlayRoot). Rootless maka has no host root to build
+// it with.
 func (c *checker) checkRoot() {
-	if !c.spec.Root.Readonly {
-		if c.policy.WritableRootfs {
-			return
-		}
-		c.reject("root.readonly", `"writableRootfs": true`, "a writable root filesystem is not allowed by %s: set root.readonly to true", c.profile())
+	if c.spec.Root.Readonly || c.policy.WritableRootfs {
+		return
 	}
+	if c.policy.Rootless != nil {
+		c.reject("root.readonly", `"writableRootfs": true`, "a writable root filesystem is not allowed by %s, and rootless maka cannot give a writable view of a read-only one: set root.readonly to true", c.profile())
+		return
+	}
+	c.spec.Root.Readonly = true
+	c.writableView = true
 }
 
 func (c *checker) checkProcess() {
@@ -494,6 +554,7 @@ func (c *checker) checkNamespaces() {
 		// A private cgroup namespace only narrows the view: add it.
 		l.Namespaces = append(l.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
 	}
+	c.checkTimeOffsets(have)
 }
 
 func (c *checker) checkMounts() {
@@ -1145,6 +1206,7 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 		MountLabel:        l.MountLabel,
 		Hooks:             s.Hooks,
 		Annotations:       s.Annotations,
+		TimeOffsets:       l.TimeOffsets,
 	}
 	if b.Mounts == nil {
 		b.Mounts = []specs.Mount{}

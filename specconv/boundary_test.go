@@ -163,7 +163,7 @@ func TestEveryPolicyItemIsReported(t *testing.T) {
 		fields[it.Field] = true
 	}
 	for _, want := range []string{
-		"root.readonly", "linux.resources.memory.limit", "linux.resources.pids.limit", "linux.resources.cpu.quota",
+		"linux.resources.memory.limit", "linux.resources.pids.limit", "linux.resources.cpu.quota",
 		"mounts[7].source", "mounts[8].source", "mounts[9].options[0]", "mounts[10].type",
 		"linux.devices[0]", `linux.sysctl["kernel.panic"]`, "linux.namespaces[1].path", "linux.namespaces",
 		"hooks.prestart[0].path", `annotations["org.maka.timeout"]`,
@@ -609,4 +609,44 @@ func TestPidsLimitAsRuncMapsIt(t *testing.T) {
 			t.Errorf("pids.limit %s under %s: contract pids %d, want %d", name, c.p.Profile, b.Limits.Pids, c.want)
 		}
 	}
+}
+
+// root.readonly false under a policy that never lets the root be written
+// is a writable view, not a refusal: the root stays read-only in the
+// Boundary (its lower layer), the view is marked, and libcontainer is told
+// to leave the overlay writable. Rootless maka has no host root to build
+// the overlay with: refused, naming the field.
+func TestWritableRootIsAView(t *testing.T) {
+	s := sandboxSpec(t)
+	s.Root.Readonly = false
+	b, err := ToBoundary(s, policy(t, "restricted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Rootfs.Readonly || !b.Rootfs.WritableView {
+		t.Errorf("rootfs %+v: want read-only with a writable view", b.Rootfs)
+	}
+	// Under baseline (writableRootfs) the engine's root is written as is.
+	b, err = ToBoundary(exampleSpecWritable(t), policy(t, "baseline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Rootfs.Readonly || b.Rootfs.WritableView {
+		t.Errorf("baseline rootfs %+v: want the root itself writable", b.Rootfs)
+	}
+	rootless := policy(t, "restricted")
+	rootless.Rootless = &libmaka.Rootless{UID: 1000, GID: 1000}
+	s = sandboxSpec(t)
+	s.Root.Readonly = false
+	_, err = ToBoundary(s, rootless)
+	items := rejectedItems(t, err)
+	if len(items) != 1 || items[0].Field != "root.readonly" || !strings.Contains(items[0].Message, "rootless") {
+		t.Errorf("rootless: items %v, want root.readonly's refusal naming rootless", items)
+	}
+}
+
+func exampleSpecWritable(t *testing.T) *specs.Spec {
+	s := exampleSpec(t)
+	s.Root.Readonly = false
+	return s
 }

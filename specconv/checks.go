@@ -3,16 +3,19 @@ package specconv
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 func joinTypes(ts []specs.LinuxNamespaceType) string {
@@ -35,6 +38,31 @@ var ownOOMScoreAdj = func() int {
 		return 0
 	}
 	return n
+}
+
+// nrOpen is the kernel's fs.nr_open: no process may have an RLIMIT_NOFILE
+// above it, whatever its privileges (0: unknown).
+var nrOpen = func() uint64 {
+	data, err := os.ReadFile("/proc/sys/fs/nr_open")
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// ownHardLimit is maka's own hard limit of the resource (RLIM_INFINITY
+// when it cannot be read): without CAP_SYS_RESOURCE (rootless maka), the
+// highest hard limit it can give a sandbox's process.
+var ownHardLimit = func(resource int) uint64 {
+	var r unix.Rlimit
+	if err := unix.Getrlimit(resource, &r); err != nil {
+		return unix.RLIM_INFINITY
+	}
+	return r.Max
 }
 
 // Scheduling policies that do not raise the sandbox above the host's
@@ -94,6 +122,16 @@ func (c *checker) checkPriorities(p *specs.Process) {
 		}
 		if rl.Soft > rl.Hard {
 			c.reject(field+".soft", "", "the soft limit %d is above the hard limit %d", rl.Soft, rl.Hard)
+		}
+		// What the kernel would refuse when libcontainer applies it
+		// (prlimit, EPERM): refused now, before anything exists.
+		if n := nrOpen(); rl.Type == "RLIMIT_NOFILE" && n > 0 && rl.Hard > n {
+			c.reject(field+".hard", "", "%d is above the kernel's fs.nr_open (%d): no process may have more open files", rl.Hard, n)
+		}
+		if t, ok := rlimitTypes[rl.Type]; ok && c.policy.Rootless != nil {
+			if own := ownHardLimit(t); rl.Hard > own {
+				c.reject(field+".hard", "", "%d is above maka's own hard limit of %s (%d): rootless maka cannot raise it", rl.Hard, rl.Type, own)
+			}
 		}
 	}
 }
@@ -251,13 +289,18 @@ func (c *checker) checkPropagation() {
 	}
 }
 
+// Compiled when first used, not at package init: every start of maka (its
+// init included) would pay for them, and `{1,64}` alone is a thousand
+// allocations (GODEBUG=inittrace=1).
 var (
 	// hugepage sizes as the cgroup files name them (hugetlb.2MB.max).
-	hugepageSize = regexp.MustCompile(`^[0-9]+(KB|MB|GB)$`)
+	hugepageSize = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(KB|MB|GB)$`) })
 	// an RDMA device name, written as a line of rdma.max.
-	rdmaDevice = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	rdmaDevice = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`) })
 	// a cpuset list: 0-3,5
-	cpusetList = regexp.MustCompile(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
+	cpusetList = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
+	})
 )
 
 // checkCgroupValues checks the cgroup values besides the limits: each one
@@ -269,18 +312,18 @@ func (c *checker) checkCgroupValues() {
 		return
 	}
 	for i, h := range r.HugepageLimits {
-		if !hugepageSize.MatchString(h.Pagesize) {
+		if !hugepageSize().MatchString(h.Pagesize) {
 			c.reject(fmt.Sprintf("linux.resources.hugepageLimits[%d].pageSize", i), "", "%q is not a hugepage size such as 2MB or 1GB", h.Pagesize)
 		}
 	}
 	for name := range r.Rdma {
-		if !rdmaDevice.MatchString(name) {
+		if !rdmaDevice().MatchString(name) {
 			c.reject(fmt.Sprintf("linux.resources.rdma[%q]", name), "", "not an RDMA device name")
 		}
 	}
 	if cpu := r.CPU; cpu != nil {
 		for _, f := range []struct{ field, v string }{{"cpus", cpu.Cpus}, {"mems", cpu.Mems}} {
-			if f.v != "" && !cpusetList.MatchString(f.v) {
+			if f.v != "" && !cpusetList().MatchString(f.v) {
 				c.reject("linux.resources.cpu."+f.field, "", "%q is not a list such as 0-3,5", f.v)
 			}
 		}
@@ -325,6 +368,26 @@ var mountData = map[string][]string{
 	"proc":   {"hidepid", "subset"},
 }
 
+// mountKind names a mount in a message: a bind by that word (config.json
+// often gives it no type), else its type.
+func mountKind(m *specs.Mount) string {
+	switch {
+	case IsBind(m):
+		return "bind"
+	case m.Type == "":
+		return "typeless"
+	}
+	return m.Type
+}
+
+// dataOptionsOf says which key=value options a mount of type t takes.
+func dataOptionsOf(t string) string {
+	if keys := mountData[t]; len(keys) > 0 {
+		return "it takes " + strings.Join(keys, ", ")
+	}
+	return "only tmpfs, devpts and proc mounts take key=value options here"
+}
+
 // checkMountOptions allowlists a mount's options. One option is one
 // option: runc joins them with commas, so a comma inside one would smuggle
 // more (a second size= after the checked one).
@@ -339,7 +402,7 @@ func (c *checker) checkMountOptions(field string, m *specs.Mount) {
 		case strings.ContainsAny(o, ",\x00"):
 			c.reject(opt, "", "%q holds more than one option", o)
 		case data && !slices.Contains(mountData[m.Type], k):
-			c.reject(opt, "", "%q is not an option a %s mount may have here", o, m.Type)
+			c.reject(opt, "", "%q is not an option a %s mount may have (%s)", o, mountKind(m), dataOptionsOf(m.Type))
 		case !data && !mountFlags[o]:
 			c.reject(opt, "", "the mount option %q is not allowed (shared propagation, remounts and options that clear nosuid, nodev or noexec below a mount are refused)", o)
 		}
@@ -469,4 +532,57 @@ func cgroupProcs(dir string) (int, error) {
 		return 0, err
 	}
 	return len(strings.Fields(string(data))), nil
+}
+
+// Bounds of a time namespace's offsets (kernel/time/namespace.c): the
+// clock with its offset must stay within 0..KTIME_SEC_MAX/2 seconds.
+const ktimeSecMax = 9223372036 // KTIME_MAX / NSEC_PER_SEC
+
+// clockNow reads a clock the offsets apply to (a variable for the tests).
+var clockNow = func(id int32) int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(id, &ts) != nil {
+		return 0
+	}
+	return ts.Sec
+}
+
+// checkTimeOffsets holds linux.timeOffsets to what the kernel takes when
+// the init writes them into /proc/self/timens_offsets: a time namespace
+// of the sandbox's own, only the monotonic and boottime clocks, and
+// offsets that keep each clock within the kernel's range. libcontainer
+// would fail inside the init, after the cgroup and namespaces exist.
+func (c *checker) checkTimeOffsets(have map[specs.LinuxNamespaceType]int) {
+	offs := c.spec.Linux.TimeOffsets
+	if len(offs) == 0 {
+		return
+	}
+	i, ok := have[specs.TimeNamespace]
+	switch {
+	case !ok:
+		c.reject("linux.timeOffsets", "", `offsets need a time namespace of the sandbox's own (add {"type": "time"} to linux.namespaces)`)
+		return
+	case c.spec.Linux.Namespaces[i].Path != "":
+		c.reject("linux.timeOffsets", "", "offsets cannot be set when joining an existing time namespace (linux.namespaces[%d].path)", i)
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(offs)) {
+		off, field := offs[name], "linux.timeOffsets."+name
+		var id int32
+		switch name {
+		case "monotonic":
+			id = unix.CLOCK_MONOTONIC
+		case "boottime":
+			id = unix.CLOCK_BOOTTIME
+		default:
+			c.reject(field, "", "%q is not a clock a time namespace offsets (monotonic, boottime)", name)
+			continue
+		}
+		if off.Nanosecs >= 1e9 {
+			c.reject(field+".nanosecs", "", "%d is not below 1000000000", off.Nanosecs)
+		}
+		if now := clockNow(id); off.Secs < -now || off.Secs > ktimeSecMax/2-now {
+			c.reject(field+".secs", "", "%d would take the %s clock (now %d s) outside 0..%d s, which the kernel refuses", off.Secs, name, now, int64(ktimeSecMax/2))
+		}
+	}
 }

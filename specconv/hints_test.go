@@ -106,7 +106,6 @@ func TestRejectionHintsAreCompleteEdits(t *testing.T) {
 		{"baseline capability", `{"profile": "baseline"}`, "process.capabilities.bounding[0]", "capabilities", func(s *specs.Spec) {
 			s.Process.Capabilities = &specs.LinuxCapabilities{Bounding: []string{"CAP_SYS_NICE"}}
 		}},
-		{"writable rootfs", `{"profile": "restricted"}`, "root.readonly", "writableRootfs", func(s *specs.Spec) { s.Root.Readonly = false }},
 		{"netns", `{"profile": "restricted"}`, "linux.namespaces[1].path", "networkModes", func(s *specs.Spec) {
 			setNetns(s, "/var/run/netns/n1")
 		}},

@@ -18,6 +18,30 @@ var rlimitTypes = map[string]int{
 	"RLIMIT_MSGQUEUE": 12, "RLIMIT_NICE": 13, "RLIMIT_RTPRIO": 14, "RLIMIT_RTTIME": 15,
 }
 
+// deferred are the rlimits that bound the init's own address space:
+// libcontainer applies a process's rlimits as soon as its init is ready,
+// and the init (a Go program: ~1.6 GiB of address space reserved, most of
+// it never touched) then still compiles the seccomp filter with libseccomp
+// and fails under a 1 GiB RLIMIT_AS ("error adding seccomp filter rule
+// ...: cannot allocate memory"; runtime-tools' process_rlimits). For the
+// init maka applies them itself, once the init is parked on the exec fifo
+// with its filter loaded (InitRlimits): the user's program runs under
+// them from its first instruction all the same, and the filter never
+// depends on the workload's limits.
+var deferred = map[string]bool{"RLIMIT_AS": true, "RLIMIT_DATA": true}
+
+// InitRlimits are the rlimits of the init's process p that maka applies
+// once libcontainer's init has done its work (see deferred).
+func InitRlimits(p *specs.Process) []configs.Rlimit {
+	var out []configs.Rlimit
+	for _, rl := range p.Rlimits {
+		if deferred[rl.Type] {
+			out = append(out, configs.Rlimit{Type: rlimitTypes[rl.Type], Hard: rl.Hard, Soft: rl.Soft})
+		}
+	}
+	return out
+}
+
 // NewProcess converts an OCI process into a libcontainer process. For the
 // container's init most settings come from the container config; for exec
 // the process's own capabilities, labels and no_new_privs take precedence.
@@ -56,6 +80,9 @@ func NewProcess(p *specs.Process, init bool) (*libcontainer.Process, error) {
 		}
 	}
 	for _, rl := range p.Rlimits {
+		if init && deferred[rl.Type] {
+			continue
+		}
 		lp.Rlimits = append(lp.Rlimits, configs.Rlimit{Type: rlimitTypes[rl.Type], Hard: rl.Hard, Soft: rl.Soft})
 	}
 	if p.Scheduler != nil {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/maka-runtime/maka/internal/printable"
 )
 
 // Podman's default capabilities: what a default `podman run` asks for.
@@ -21,23 +24,24 @@ func TestRejectionGroupsCapabilities(t *testing.T) {
 	s.Process.Capabilities.Permitted = podmanCaps
 	s.Process.Capabilities.Ambient = nil
 	s.Process.Capabilities.Inheritable = nil
-	s.Root.Readonly = false
+	s.Linux.Sysctl = map[string]string{"kernel.panic": "1"}
 	_, err := ToBoundary(s, policy(t, "restricted"))
 	items := rejectedItems(t, err)
 	if want := 3*len(podmanCaps) + 1; len(items) != want {
 		t.Fatalf("%d items, want %d (one per field): %v", len(items), want, items)
 	}
 	lines := strings.Split(err.Error(), "\n")
-	// checkRoot comes first: root.readonly is the first reason.
-	want := fmt.Sprintf("BOUNDARY_REJECTED: %d items refused by profile restricted: root.readonly, process.capabilities (%d capabilities)", len(items), len(podmanCaps))
+	// Items keep the checks' order: the capabilities (checkProcess)
+	// before the sysctl (checkLinux).
+	want := fmt.Sprintf("BOUNDARY_REJECTED: %d items refused by profile restricted: process.capabilities (%d capabilities), linux.sysctl[\"kernel.panic\"]", len(items), len(podmanCaps))
 	if lines[0] != want {
 		t.Errorf("first line:\n got %q\nwant %q", lines[0], want)
 	}
 	if len(lines) != 1+len(podmanCaps)+1 {
-		t.Errorf("%d lines, want the first, one per capability and root.readonly's:\n%s", len(lines), err)
+		t.Errorf("%d lines, want the first, one per capability and the sysctl's:\n%s", len(lines), err)
 	}
 	wantLine := `  process.capabilities: CAP_CHOWN (bounding, effective, permitted) is not allowed by profile restricted (policy: "capabilities": [..., "CAP_CHOWN"])`
-	if lines[2] != wantLine {
+	if lines[1] != wantLine {
 		t.Errorf("capability line:\n got %q\nwant %q", lines[2], wantLine)
 	}
 	for _, l := range lines[1:] {
@@ -45,12 +49,12 @@ func TestRejectionGroupsCapabilities(t *testing.T) {
 			t.Errorf("a line per capability set: %q", l)
 		}
 	}
-	if !strings.HasPrefix(lines[1], "  root.readonly: ") {
-		t.Errorf("second line %q, want root.readonly's", lines[1])
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "  linux.sysctl") {
+		t.Errorf("last line %q, want the sysctl's", last)
 	}
 	// The JSON (maka boundary's verdict.items, the JSON log's items) is
 	// unchanged: one item per field, no grouping keys.
-	data, err := json.Marshal(items[1])
+	data, err := json.Marshal(items[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,5 +119,60 @@ func TestRejectionFirstLineWithAHugeField(t *testing.T) {
 	first, _, _ := strings.Cut(e.Error(), "\n")
 	if first != "BOUNDARY_REJECTED: 1 item refused by profile restricted" {
 		t.Errorf("first line %q", first)
+	}
+}
+
+// What a client passes on (conmon reads up to 8191 bytes of stderr once
+// and puts them in a JSON line of its own): whatever was refused, the text
+// is bounded, valid UTF-8 with no control character but newlines, starts
+// with the code and the count, keeps whole item lines only, and says how
+// many were left out and where they all are.
+func TestClientTextBounded(t *testing.T) {
+	for _, n := range []int{1, 3, 30, 100, 1000} {
+		for _, width := range []int{10, 300, 5000} {
+			var items []Item
+			for i := range n {
+				items = append(items, Item{Field: fmt.Sprintf("mounts[%d].source", i),
+					Message: fmt.Sprintf("%q is not a path the policy allows: …é \x1b[31m %s", "/bind/ünïcode", strings.Repeat("x", width))})
+			}
+			items = append(items, Item{Field: "process.capabilities.bounding[0]", Message: "CAP_SYS_ADMIN is not allowed by profile restricted", Capability: "CAP_SYS_ADMIN", CapSet: "bounding"})
+			e := &RejectedError{Verdict: Verdict{Profile: "restricted", Items: items}}
+			got := e.ClientText(ClientTextMax)
+			if len(got) > ClientTextMax {
+				t.Errorf("%d items of %d: %d bytes, over %d", n, width, len(got), ClientTextMax)
+			}
+			if !utf8.ValidString(got) {
+				t.Fatalf("%d items of %d: not UTF-8", n, width)
+			}
+			for i := 0; i < len(got); i++ {
+				if got[i] < 0x20 && got[i] != '\n' {
+					t.Fatalf("%d items of %d: byte %#x at %d", n, width, got[i], i)
+				}
+			}
+			if !strings.HasPrefix(got, fmt.Sprintf("BOUNDARY_REJECTED: %d items refused by profile restricted: ", n+1)) {
+				t.Errorf("%d items of %d: first line %q", n, width, strings.SplitN(got, "\n", 2)[0])
+			}
+			full := strings.Split(printable.Text(e.Error()), "\n")
+			lines := strings.Split(got, "\n")
+			kept := len(lines) - 1
+			if last := lines[len(lines)-1]; strings.HasPrefix(last, "  ... and ") {
+				var left int
+				fmt.Sscanf(last, "  ... and %d more", &left)
+				kept--
+				if kept+left != len(full)-1 || !strings.Contains(last, "maka boundary") {
+					t.Errorf("%d items of %d: kept %d, note %q, of %d lines", n, width, kept, last, len(full)-1)
+				}
+			} else if got != strings.Join(full, "\n") {
+				t.Errorf("%d items of %d: not cut, yet not the whole text", n, width)
+			}
+			for i := 1; i <= kept; i++ {
+				if lines[i] != full[i] {
+					t.Errorf("%d items of %d: line %d cut: %q", n, width, i, lines[i])
+				}
+			}
+			if n <= 3 && width <= 300 && kept != len(full)-1 {
+				t.Errorf("%d short items: cut (%d kept)", n, kept)
+			}
+		}
 	}
 }

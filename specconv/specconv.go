@@ -250,6 +250,7 @@ type Options struct {
 type Converted struct {
 	Config    *configs.Config
 	Poststart []specs.Hook
+	Poststop  []specs.Hook
 }
 
 // ToLibcontainer builds libcontainer's configuration from the Boundary
@@ -261,7 +262,7 @@ func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
 	if b.Users.Source == libmaka.IDsFromPool && (len(b.UIDMappings) == 0 || len(b.GIDMappings) == 0) {
 		return nil, errors.New("the sandbox's user namespace has no ids yet: they are leased from the pool at create (libmaka.Op.LeaseIDs)")
 	}
-	if b.Rootfs.Scaffolded() && b.Rootfs.Scaffold == "" {
+	if b.Rootfs.Scaffolded() && b.Rootfs.Scaffold == "" && !b.Rootfs.Overlay {
 		return nil, errors.New("the sandbox's root has no scaffold yet: it is built at create (libmaka.Op.BuildRoot)")
 	}
 	spec, err := specOf(b, opts.Staged)
@@ -280,9 +281,19 @@ func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
 		return nil, fmt.Errorf("invalid config.json: %w", err)
 	}
 	out := &Converted{Config: cfg}
-	if spec.Hooks != nil && len(spec.Hooks.Poststart) > 0 {
-		out.Poststart = spec.Hooks.Poststart
+	if h := spec.Hooks; h != nil {
+		// libcontainer v1.5.3 runs poststart hooks at create (the spec
+		// says after start), stops at the first failing poststop hook and
+		// fails the delete (the spec says warn and go on), and passes
+		// prestart hooks "creating" (the spec's step 3 comes after the
+		// environment is created): maka runs these itself.
+		out.Poststart, out.Poststop = h.Poststart, h.Poststop
 		delete(cfg.Hooks, configs.Poststart)
+		delete(cfg.Hooks, configs.Poststop)
+		if len(h.Prestart) > 0 {
+			delete(cfg.Hooks, configs.Prestart)
+			cfg.Hooks[configs.CreateRuntime] = append(configs.HookList{libmaka.PrestartAsCreated(h.Prestart)}, cfg.Hooks[configs.CreateRuntime]...)
+		}
 	}
 	return out, nil
 }
@@ -318,8 +329,10 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged) (*specs.Spec, error) {
 		mounts = append(slices.Clone(b.Rootfs.Binds), mounts...)
 	}
 	spec := &specs.Spec{
-		Version:     specs.Version,
-		Root:        &specs.Root{Path: root, Readonly: b.Rootfs.Readonly},
+		Version: specs.Version,
+		// A writable view: the overlay is writable, the root under it
+		// read-only (its lower layer).
+		Root:        &specs.Root{Path: root, Readonly: b.Rootfs.Readonly && !b.Rootfs.WritableView},
 		Process:     ProcessOf(b),
 		Hostname:    b.Hostname,
 		Domainname:  b.Domainname,
@@ -330,6 +343,7 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged) (*specs.Spec, error) {
 			UIDMappings:       b.UIDMappings,
 			GIDMappings:       b.GIDMappings,
 			Sysctl:            b.Sysctl,
+			TimeOffsets:       b.TimeOffsets,
 			Resources:         resourcesOf(b),
 			CgroupsPath:       b.Cgroup.Path,
 			Devices:           b.Devices,
@@ -339,6 +353,10 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged) (*specs.Spec, error) {
 			ReadonlyPaths:     b.ReadonlyPaths,
 			MountLabel:        b.MountLabel,
 		},
+	}
+	if staged != nil && staged.UserNS {
+		// Joined by path: runc reads the mappings back from it.
+		spec.Linux.UIDMappings, spec.Linux.GIDMappings = nil, nil
 	}
 	for i, n := range b.Namespaces {
 		path := n.Path

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -16,6 +17,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/configs"
 	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 func exampleSpec(t testing.TB) *specs.Spec {
@@ -188,8 +190,10 @@ func TestToLibcontainerMovesPoststart(t *testing.T) {
 	s := exampleSpec(t)
 	s.Root.Path = t.TempDir()
 	s.Hooks = &specs.Hooks{
-		Poststart: []specs.Hook{{Path: "/bin/true"}},
-		Poststop:  []specs.Hook{{Path: "/bin/false"}},
+		Prestart:      []specs.Hook{{Path: "/bin/true"}},
+		CreateRuntime: []specs.Hook{{Path: "/bin/false"}},
+		Poststart:     []specs.Hook{{Path: "/bin/true"}},
+		Poststop:      []specs.Hook{{Path: "/bin/false"}},
 	}
 	p := policy(t, "baseline")
 	p.HookPaths = []string{"/bin/true", "/bin/false"}
@@ -208,8 +212,27 @@ func TestToLibcontainerMovesPoststart(t *testing.T) {
 	if out.Config.HasHook(configs.Poststart) {
 		t.Error("poststart hooks left in libcontainer's config: it would run them at create")
 	}
-	if !out.Config.HasHook(configs.Poststop) {
-		t.Error("poststop hooks lost")
+	// Poststop hooks are maka's too: a failing one is a warning.
+	if out.Config.HasHook(configs.Poststop) {
+		t.Error("poststop hooks left in libcontainer's config: a failing one would fail the delete")
+	}
+	if len(out.Poststop) != 1 || out.Poststop[0].Path != "/bin/false" {
+		t.Errorf("Poststop = %+v", out.Poststop)
+	}
+	// Prestart hooks run first among the createRuntime ones, wrapped to
+	// see "created"; the createRuntime hooks follow as given.
+	if out.Config.HasHook(configs.Prestart) {
+		t.Error("prestart hooks left in libcontainer's own list: they would see \"creating\"")
+	}
+	cr := out.Config.Hooks[configs.CreateRuntime]
+	if len(cr) != 2 {
+		t.Fatalf("createRuntime hooks = %d, want the prestart wrapper and one", len(cr))
+	}
+	if _, ok := cr[0].(configs.FuncHook); !ok {
+		t.Errorf("createRuntime[0] is %T, want the prestart wrapper", cr[0])
+	}
+	if ch, ok := cr[1].(configs.CommandHook); !ok || ch.Path != "/bin/false" {
+		t.Errorf("createRuntime[1] = %+v, want /bin/false", cr[1])
 	}
 	if out.Config.Cgroups.Path != "/maka/c1" {
 		t.Errorf("cgroup path = %q, want /maka/c1", out.Config.Cgroups.Path)
@@ -413,5 +436,42 @@ func TestParseSpecRefusesInvalidUTF8(t *testing.T) {
 	}
 	if _, err := ParseSpec("config.json", []byte(`{"hostname": "caf\u00e9 café"}`)); err != nil {
 		t.Fatalf("valid UTF-8 refused: %v", err)
+	}
+}
+
+// The init's address-space limits are left to maka (applied once the init
+// is parked, its filter loaded): libcontainer would apply them before the
+// init compiles its seccomp filter, which then fails under a 1 GiB
+// RLIMIT_AS. An exec'd process keeps them all.
+func TestInitRlimitsDeferred(t *testing.T) {
+	p := &specs.Process{
+		Args: []string{"sh"}, Cwd: "/",
+		Rlimits: []specs.POSIXRlimit{
+			{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 512},
+			{Type: "RLIMIT_AS", Hard: 2 << 30, Soft: 1 << 30},
+			{Type: "RLIMIT_DATA", Hard: 3 << 30, Soft: 3 << 30},
+		},
+	}
+	types := func(rls []configs.Rlimit) (out []int) {
+		for _, rl := range rls {
+			out = append(out, rl.Type)
+		}
+		return out
+	}
+	lp, err := NewProcess(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := types(lp.Rlimits); !slices.Equal(got, []int{unix.RLIMIT_NOFILE}) {
+		t.Errorf("init's rlimits for libcontainer = %v, want only RLIMIT_NOFILE", got)
+	}
+	// (libcontainer v1.5.3 takes rlimits from the process only: its
+	// config's Rlimits stay empty.)
+	if lp, _ = NewProcess(p, false); len(lp.Rlimits) != 3 {
+		t.Errorf("exec's rlimits = %v, want all three", lp.Rlimits)
+	}
+	got := InitRlimits(p)
+	if len(got) != 2 || got[0] != (configs.Rlimit{Type: unix.RLIMIT_AS, Hard: 2 << 30, Soft: 1 << 30}) || got[1].Type != unix.RLIMIT_DATA {
+		t.Errorf("InitRlimits = %+v", got)
 	}
 }

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -111,7 +112,11 @@ func runGuard(cfg Config, cg, pipe *os.File) error {
 			jerr = cerr
 		}
 	}
-	killAt(int(cg.Fd()))
+	if err := killAt(int(cg.Fd())); err != nil {
+		// maka's next command meets the sandbox and fails it closed
+		// (libmaka.FailClosed); say why it still ran meanwhile.
+		return fmt.Errorf("container %s: its monitor is gone and the sandbox could not be killed: %w", cfg.ID, errors.Join(err, jerr))
+	}
 	if jerr != nil {
 		return fmt.Errorf("container %s: its monitor is gone; the sandbox was killed; the journal: %w", cfg.ID, jerr)
 	}

@@ -3,6 +3,7 @@ package monitor
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -82,12 +83,26 @@ func (m *Monitor) Warm() {
 	}
 }
 
-// killAt writes cgroup.kill in the cgroup directory open as dirfd.
-func killAt(dirfd int) {
+// killAt writes cgroup.kill in the cgroup directory open as dirfd. A
+// cgroup that is gone has nothing left to kill (nil); any other failure is
+// returned: the sandbox may still run, and whoever killed it must say so.
+func killAt(dirfd int) error {
 	fd, err := unix.Openat(dirfd, "cgroup.kill", unix.O_WRONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return // the cgroup is gone
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
+		return nil
 	}
-	_, _ = unix.Write(fd, []byte("1"))
-	unix.Close(fd)
+	if err != nil {
+		return fmt.Errorf("cgroup.kill: %w", err)
+	}
+	defer unix.Close(fd)
+	for {
+		_, err = unix.Write(fd, []byte("1"))
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("cgroup.kill: %w", err)
+	}
+	return nil
 }

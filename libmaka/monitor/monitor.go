@@ -266,7 +266,11 @@ func (m *Monitor) violation(r Record, hostPid int) {
 		}
 		switch {
 		case cgfd >= 0:
-			killAt(cgfd)
+			if err := killAt(cgfd); err != nil {
+				// The log (a foreground run's stderr, a detached
+				// monitor's monitor.log); the teardown kills again.
+				fmt.Fprintf(os.Stderr, "maka: container %s: the kill of the sandbox failed: %v\n", m.cfg.ID, err)
+			}
 		case cg != "":
 			// Before Attach: the violating process's own cgroup, just read.
 			_ = os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0)

@@ -46,6 +46,8 @@ type Detached struct {
 	id        string
 	info, ack *os.File
 	Pid       int
+	// Cgroup is the monitor's own cgroup ("" rootless).
+	Cgroup string
 }
 
 // Spawn starts a detached monitor for cfg, serving ln (whose socket file
@@ -88,6 +90,24 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 		return nil, fmt.Errorf("monitor: %w", err)
 	}
 	defer logf.Close()
+	// Its own cgroup, with limits (moncgroup.go); host root only.
+	var cg *os.File
+	var path string
+	if os.Geteuid() == 0 {
+		if path, cg, err = makeCgroup(cfg.ID); err != nil {
+			return nil, fmt.Errorf("monitor: cgroup: %w", err)
+		}
+		d.Cgroup = path
+		defer cg.Close()
+		defer func() {
+			if err != nil {
+				_ = unix.Rmdir(path)
+			}
+		}()
+		if err = os.WriteFile(filepath.Join(cfg.StateDir, CgroupFile), []byte(path+"\n"), 0o600); err != nil {
+			return nil, fmt.Errorf("monitor: %w", err)
+		}
+	}
 	var cmd *exec.Cmd
 	for _, exe := range exes {
 		cmd = exec.Command(exe, Args(root, cfg)...)
@@ -99,6 +119,9 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG="+godebugWith("disablethp=1"))
 		// Its own session: no terminal's signals, no caller's process group.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if cg != nil {
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(cg.Fd())
+		}
 		if err = cmd.Start(); err == nil {
 			break
 		}

@@ -77,6 +77,9 @@ func PlanRoot(b *libmaka.Boundary, policy *libmaka.Policy) error {
 	if b.Users.Namespace && policy.Rootless == nil {
 		b.Rootfs.IDMapped, _ = libmaka.IDMapSupport(b.Rootfs.Path)
 	}
+	if b.Rootfs.WritableView && b.Users.Namespace && (!b.Rootfs.IDMapped || !libmaka.OverlayRootSupported()) {
+		return fmt.Errorf("root.readonly: false asks for a writable view of the read-only root %s: maka builds one on an idmapped root (a user namespace of maka's own, a filesystem the kernel can idmap) on amd64 with Linux 6.6 or later; set root.readonly to true", b.Rootfs.Path)
+	}
 	return nil
 }
 

@@ -435,36 +435,39 @@ func TestGuestRecoverAndRelaunch(t *testing.T) {
 		}
 		return rec
 	}
-	// lose kills the sandbox's processes, removes its cgroup and wipes its
-	// runtime state, as a reboot does; the contract store survives.
+	// lose kills the sandbox's processes, its monitor and the monitor's
+	// guard, removes the sandbox's cgroup and wipes its runtime state, as a
+	// reboot does; the contract store survives (and the monitor's emptied
+	// cgroup, which the teardown must still find through the record). The
+	// monitor and its guard die first and are waited for: left alive, they
+	// write their last journal lines into the state directory while it is
+	// being removed (a CI run failed on "directory not empty").
 	lose := func() {
 		t.Helper()
-		cg := filepath.Join("/sys/fs/cgroup", record().Boundary.Cgroup.Path)
-		if err := os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Fatal(err)
+		rec := record()
+		if rec.MonitorCgroup == "" {
+			t.Fatal("the record names no monitor cgroup")
 		}
-		for i := 0; i < 100; i++ {
-			if ev, err := os.ReadFile(filepath.Join(cg, "cgroup.events")); err != nil || strings.Contains(string(ev), "populated 0") {
-				break
+		cg := filepath.Join("/sys/fs/cgroup", rec.Boundary.Cgroup.Path)
+		for _, dir := range []string{rec.MonitorCgroup, cg} {
+			if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
 			}
-			time.Sleep(100 * time.Millisecond)
+			for i := 0; ; i++ {
+				if ev, err := os.ReadFile(filepath.Join(dir, "cgroup.events")); err != nil || strings.Contains(string(ev), "populated 0") {
+					break
+				}
+				if i == 100 {
+					t.Fatalf("%s: still populated 10 s after cgroup.kill", dir)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 		}
 		if err := os.Remove(cg); err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}
-		// The monitor and its guard outlive the kill by a moment and write
-		// their last journal lines into the state directory: a removal
-		// racing them fails with "directory not empty" (a CI run did), so
-		// it is retried until they are done.
-		for i := 0; ; i++ {
-			err := os.RemoveAll(filepath.Join(m.rt.Root, id))
-			if err == nil {
-				break
-			}
-			if i == 100 {
-				t.Fatal(err)
-			}
-			time.Sleep(100 * time.Millisecond)
+		if err := os.RemoveAll(filepath.Join(m.rt.Root, id)); err != nil {
+			t.Fatal(err)
 		}
 	}
 	relaunched := func(m *Manager) libmaka.RecoveryResult {

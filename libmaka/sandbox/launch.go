@@ -128,6 +128,7 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	}
 	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
 		Poststart: conv.Poststart,
+		Poststop:  conv.Poststop,
 		Process:   specconv.ProcessOf(b),
 		Boundary:  b,
 		Policy:    l.Policy,
@@ -139,8 +140,8 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	var w *watch
 	// One cleanup for every failure from here on: the monitor stops, and
 	// libmaka's one teardown ends the container created here (processes,
-	// libcontainer's destroy with its poststop hooks, as runc's, cgroup,
-	// state, record); if that fails, op.End's reap tries again.
+	// libcontainer's destroy, cgroup, state, record, then the poststop
+	// hooks); if that fails, op.End's reap tries again.
 	defer func() {
 		if err != nil {
 			w.abort()
@@ -170,6 +171,11 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	if s.Pid, err = l.Process.Pid(); err != nil {
 		return nil, err
 	}
+	// The init's address-space limits, now that it is parked on the exec
+	// fifo with its seccomp filter loaded (specconv.InitRlimits).
+	if err = ctr.SetInitRlimits(s.Pid, specconv.InitRlimits(specconv.ProcessOf(b))); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
+	}
 	if err = w.attach(ctr.CgroupPath(), s.Pid); err != nil {
 		return nil, err
 	}
@@ -193,6 +199,9 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	stage := libmaka.StageCreated
 	if l.Start {
 		stage = libmaka.StageRunning
+	}
+	if w.detached != nil && op.Record != nil {
+		op.Record.MonitorCgroup = w.detached.Cgroup
 	}
 	if err = op.Commit(stage, l.Attached); err != nil {
 		return nil, err
@@ -264,9 +273,13 @@ func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specc
 	if staged != nil {
 		from = staged.Root
 	}
+	if _, err := op.BuildOverlayRoot(b, staged); err != nil {
+		return nil, err
+	}
 	if err := op.BuildRoot(b, from); err != nil {
 		return nil, err
 	}
+	libmaka.CrashPoint(op.Command + ":root-built")
 	phase.Mark("root build")
 	opts.Staged = staged
 	conv, err := specconv.ToLibcontainer(b, opts)

@@ -110,7 +110,7 @@ reject_case() {
   make_bundle "$BATS_TEST_TMPDIR/b" true
   run --separate-stderr maka boundary --bundle "$BATS_TEST_TMPDIR/b" --format json
   [ "$status" -eq 0 ]
-  update_config "$BATS_TEST_TMPDIR/b" '.root.readonly = false'
+  update_config "$BATS_TEST_TMPDIR/b" '.process.capabilities.bounding = ["CAP_SYS_ADMIN"]'
   run --separate-stderr maka boundary --bundle "$BATS_TEST_TMPDIR/b" --format json
   [ "$status" -eq 1 ]
   jq -e '.verdict.allowed == false' <<<"$output"
@@ -128,10 +128,9 @@ reject_case() {
   [[ "$output" == *"config.json: malformed JSON"* ]]
 }
 
-@test "capabilities, a writable root, binds and namespaces are refused before anything exists, naming the field" {
+@test "capabilities, binds and namespaces are refused before anything exists, naming the field" {
   # (create's message has one line per capability, field process.capabilities)
   reject_case '.process.capabilities.bounding = ["CAP_KILL"]' 'process.capabilities'
-  reject_case '.root.readonly = false' 'root.readonly'
   reject_case '.mounts += [{destination: "/mnt", type: "bind", source: "/srv", options: ["rbind", "ro"]}]' 'mounts[10].source'
   reject_case '.mounts += [{destination: "/mnt", type: "bind", source: "/etc", options: ["rbind", "ro"]}]' 'mounts[10].source'
   reject_case '.linux.namespaces |= map(select(.type != "network"))' 'linux.namespaces'
@@ -157,12 +156,12 @@ reject_case() {
 
 @test "a rejection lists every item at once, and --log-format json carries code and items" {
   make_bundle "$BATS_TEST_TMPDIR/b" true
-  update_config "$BATS_TEST_TMPDIR/b" '.process.capabilities.bounding = ["CAP_SYS_ADMIN", "CAP_NET_ADMIN"] | .root.readonly = false'
+  update_config "$BATS_TEST_TMPDIR/b" '.process.capabilities.bounding = ["CAP_SYS_ADMIN", "CAP_NET_ADMIN"] | .linux.sysctl = {"kernel.panic": "1"}'
   run maka_io --log-format json create --bundle "$BATS_TEST_TMPDIR/b" bd-json
   [ "$status" -eq 1 ]
   line=$(grep '"level":"error"' <<<"$output" | tail -n 1)
   jq -e '.code == "BOUNDARY_REJECTED" and (.items | length) == 3
-      and ([.items[].field] | sort) == ["process.capabilities.bounding[0]", "process.capabilities.bounding[1]", "root.readonly"]
+      and ([.items[].field] | sort) == ["linux.sysctl[\"kernel.panic\"]", "process.capabilities.bounding[0]", "process.capabilities.bounding[1]"]
       and (.msg | startswith("BOUNDARY_REJECTED: "))' <<<"$line"
   [ ! -e "$MAKA_ROOT/bd-json" ]
 }

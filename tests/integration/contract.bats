@@ -65,6 +65,35 @@ make_bundle_dir() {
   refused "linux.namespaces[$n].type" '.linux.namespaces += [{type: "bogus"}]'
 }
 
+@test "a time namespace with offsets: maka boundary shows them, the sandbox's boottime and monotonic clocks carry them (run and exec), the host's do not; offsets the kernel would refuse are refused" {
+  refused linux.timeOffsets.monotonic.secs '.linux.namespaces += [{type: "time"}] | .linux.timeOffsets = {monotonic: {secs: -1000000000}}'
+  refused linux.timeOffsets.realtime '.linux.namespaces += [{type: "time"}] | .linux.timeOffsets = {realtime: {secs: 10}}'
+  local b=$BATS_TEST_TMPDIR/tns
+  make_bundle "$b" sh -c 'cut -d" " -f1 /proc/uptime; sleep 100'
+  update_config "$b" '.linux.namespaces += [{type: "time"}] | .linux.timeOffsets = {boottime: {secs: 5000000}, monotonic: {secs: 7000000, nanosecs: 5}}'
+  run maka boundary --bundle "$b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  # (the table wraps long rows)
+  [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"time (boottime +5000000s, monotonic +7000000s +5ns)"* ]]
+  run maka boundary --bundle "$b" --format json
+  jq -e '.timeOffsets.boottime.secs == 5000000 and any(.namespaces[]; .type == "time")' <<<"$output"
+  maka run -d -b "$b" c-tns >/dev/null
+  local up
+  up=$(cut -d' ' -f1 /proc/uptime)
+  [ "${up%.*}" -lt 5000000 ]
+  # the init's and an exec'd process's uptime (boottime) and monotonic clock
+  run maka exec c-tns cut -d" " -f1 /proc/uptime
+  echo "exec: $output"
+  [ "$status" -eq 0 ]
+  [ "${output%.*}" -ge 5000000 ]
+  run maka exec c-tns cat /proc/self/timens_offsets
+  echo "$output"
+  grep -E '^monotonic +7000000 +5$' <<<"$output"
+  grep -E '^boottime +5000000 +0$' <<<"$output"
+  maka delete --force c-tns
+}
+
 @test "limits hold: unified cannot undo them, swap is written as shown, tmpfs options are bounded" {
   refused 'linux.resources.unified["memory.max"]' '.linux.resources.unified = {"memory.max": "max"}'
   refused 'linux.resources.unified["pids.max"]' '.linux.resources.unified = {"pids.max": "max"}'
@@ -125,6 +154,26 @@ make_bundle_dir() {
   refused process.oomScoreAdj '.process.oomScoreAdj = -1000'
   refused process.ioPriority.class '.process.ioPriority = {class: "IOPRIO_CLASS_RT", priority: 0}'
   refused 'process.rlimits[1]' '.process.rlimits += [{type: "RLIMIT_RTPRIO", hard: 99, soft: 99}]'
+}
+
+@test "address-space rlimits (RLIMIT_AS 1 GiB soft, 2 GiB hard; RLIMIT_DATA): the sandbox starts, its process has them from the start, the host sees them on the parked init (runtime-tools process_rlimits)" {
+  local b=$BATS_TEST_TMPDIR/as
+  make_bundle "$b" sh -c 'grep -E "^Max (address space|data size)" /proc/self/limits'
+  update_config "$b" '.process.rlimits += [{type: "RLIMIT_AS", soft: 1073741824, hard: 2147483648}, {type: "RLIMIT_DATA", soft: 1610612736, hard: 2147483648}]'
+  run maka_io create -b "$b" c-as
+  echo "$output"
+  [ "$status" -eq 0 ]
+  # the init, parked before the user's program: libcontainer's work done
+  local pid
+  pid=$(container_pid c-as)
+  grep -E '^Max address space +1073741824 +2147483648 ' "/proc/$pid/limits"
+  grep -E '^Max data size +1610612736 +2147483648 ' "/proc/$pid/limits"
+  maka delete --force c-as
+  run maka_io run -b "$b" c-as2
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -E '^Max address space +1073741824 +2147483648 ' <<<"$output"
+  grep -E '^Max data size +1610612736 +2147483648 ' <<<"$output"
 }
 
 @test "host paths: root.path and bind sources are checked resolved; maka's own state is never reachable" {

@@ -128,6 +128,26 @@ create_fails() {
   assert_nothing_left er-bigargs
 }
 
+@test "an RLIMIT_NOFILE above the kernel's fs.nr_open is refused before anything exists, at create and at exec, naming the field" {
+  local nr
+  nr=$(cat /proc/sys/fs/nr_open)
+  make_bundle "$BATS_TEST_TMPDIR/b" sleep 3600
+  update_config "$BATS_TEST_TMPDIR/b" '.process.rlimits = [{"type": "RLIMIT_NOFILE", "hard": ($nr + 1), "soft": 1024}]' --argjson nr "$nr"
+  create_fails er-nofile
+  [[ "$output" == *"process.rlimits[0].hard: $((nr + 1)) is above the kernel's fs.nr_open ($nr)"* ]]
+  assert_nothing_left er-nofile
+  # exec: the same limit on an exec'd process, refused before it starts.
+  update_config "$BATS_TEST_TMPDIR/b" '.process.rlimits = [{"type": "RLIMIT_NOFILE", "hard": $nr, "soft": 1024}]' --argjson nr "$nr"
+  maka_io run -d --bundle "$BATS_TEST_TMPDIR/b" er-nofile
+  jq '.process | .args = ["/bin/true"] | .rlimits = [{"type": "RLIMIT_NOFILE", "hard": ($nr + 1), "soft": 1024}]' --argjson nr "$nr" "$BATS_TEST_TMPDIR/b/config.json" > "$BATS_TEST_TMPDIR/p.json"
+  run maka exec --process "$BATS_TEST_TMPDIR/p.json" er-nofile
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"process.rlimits[0].hard: $((nr + 1)) is above the kernel's fs.nr_open ($nr)"* ]]
+  maka delete --force er-nofile
+  assert_nothing_left er-nofile
+}
+
 @test "a relative process.cwd is refused, naming the field and the value" {
   make_bundle "$BATS_TEST_TMPDIR/b"
   update_config "$BATS_TEST_TMPDIR/b" '.process.cwd = "tmp"'

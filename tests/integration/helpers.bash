@@ -399,8 +399,16 @@ assert_nothing_left() {
   [ -z "$left" ] || { echo "record left: $left" >&2; return 1; }
   left=$(find "$MAKA_STATE_DIR/roots" -mindepth 2 -maxdepth 2 -name "$id" 2>/dev/null || true)
   [ -z "$left" ] || { echo "root scaffold left: $left" >&2; return 1; }
+  # Its stage: the mounts staged from checked descriptors, the root's overlay.
+  left=$(find "$MAKA_STATE_DIR/stage" -mindepth 2 -maxdepth 2 -name "$id" 2>/dev/null || true)
+  [ -z "$left" ] || { echo "stage left: $left" >&2; return 1; }
+  left=$(awk -v id="$id" 'index($5, "/stage/") && $5 ~ ("/" id "/[0-9]+$")' /proc/self/mountinfo)
+  [ -z "$left" ] || { echo "staged mounts left: $left" >&2; return 1; }
   left=$(find /sys/fs/cgroup -type d -name "$id" 2>/dev/null || true)
   [ -z "$left" ] || { echo "cgroup left: $left" >&2; return 1; }
+  # Its monitor's cgroup: <id>-<8 hex digits>.
+  left=$(find /sys/fs/cgroup/maka.monitors -mindepth 1 -maxdepth 1 -type d -name "$id-????????" 2>/dev/null | grep -E -- "/[^/]*-[0-9a-f]{8}$" || true)
+  [ -z "$left" ] || { echo "monitor cgroup left: $left" >&2; return 1; }
   left=$(init_pids)
   [ -z "$left" ] || { echo "init processes left: $left" >&2; return 1; }
   ! maka list -q 2>/dev/null | grep -qxF -- "$id"

@@ -2,7 +2,8 @@
 # OCI hooks: each kind runs at its moment of the lifecycle with the state on
 # stdin; failing prestart/createRuntime hooks fail create and leave nothing;
 # a failing poststart hook fails start or run and stops the container
-# (runtime spec 1.3, as runc).
+# (runtime spec 1.3, as runc); a failing poststop hook is a warning and the
+# delete goes on (the spec's step 13; runc fails the delete).
 
 load helpers
 
@@ -71,9 +72,13 @@ order() {
   for h in prestart createRuntime createContainer; do
     [ "$(jq -r .id "$b/log/$h.json")" = hk1 ]
     [ "$(jq -r .bundle "$b/log/$h.json")" = "$b" ]
-    [ "$(jq -r .status "$b/log/$h.json")" = creating ]
     [ -n "$(jq -r .ociVersion "$b/log/$h.json")" ]
   done
+  # prestart sees "created" (the spec's step 3, after the environment is
+  # created; the OCI's hooks_stdin); the others what runc passes
+  [ "$(jq -r .status "$b/log/prestart.json")" = created ]
+  [ "$(jq -r .status "$b/log/createRuntime.json")" = creating ]
+  [ "$(jq -r .status "$b/log/createContainer.json")" = creating ]
   # prestart and createRuntime run in the runtime's namespace: the init's host pid
   [ "$(jq -r .pid "$b/log/prestart.json")" = "$pid" ]
   [ "$(jq -r .pid "$b/log/createRuntime.json")" = "$pid" ]
@@ -160,6 +165,21 @@ order() {
   run maka delete hk-post
   [ "$status" -eq 0 ]
   assert_nothing_left hk-post
+}
+
+@test "a failing poststop hook is a warning: delete succeeds, the poststop hooks after it run, nothing left (runtime spec step 13; runtime-tools poststop_fail)" {
+  local b=$BATS_TEST_TMPDIR/b
+  hooks_bundle "$b"
+  update_config "$b" '.hooks.poststop = [{path: "/bin/sh", args: ["sh", "-c", "echo poststop-broke >&2; exit 5"]}] + .hooks.poststop'
+  run maka_io run -d -b "$b" hk-stop
+  [ "$status" -eq 0 ]
+  run --separate-stderr maka delete --force hk-stop
+  echo "$stderr"
+  [ "$status" -eq 0 ]
+  [[ "$stderr" == *"error running poststop hook #0: exit status 5"* ]]
+  [[ "$(order "$b")" == *" poststop " ]]
+  [ "$(jq -r .status "$b/log/poststop.json")" = stopped ]
+  assert_nothing_left hk-stop
 }
 
 @test "a failing poststart hook under run -d and a foreground run: run fails with the hook's error, the container is removed, nothing left" {

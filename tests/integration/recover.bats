@@ -305,29 +305,31 @@ record_of() {
   cat "$f"
 }
 
-# lose_as_in_reboot ID: every process of ID killed and its cgroup gone, its
-# runtime state (the tmpfs --root) wiped; the contract store survives. The
-# monitor and guard outlive the kill by a moment and write their last
-# journal lines into the state directory: a removal racing them fails
-# ("directory not empty"; the Go API's twin of this test failed so in CI),
-# so it is retried until they are done.
-lose_as_in_reboot() {
-  local cg n=0
-  cg=$(cgroup_dir_of "$1")
-  echo 1 >"$cg/cgroup.kill"
-  while ! grep -qx "populated 0" "$cg/cgroup.events" && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
-  rmdir "$cg"
-  n=0
-  until rm -rf "${MAKA_ROOT:?}/$1" 2>/dev/null; do
-    n=$((n + 1))
-    [ $n -lt 100 ] || return 1
-    sleep 0.1
+# simulate_reboot ID kills, as a reboot does, the monitor of ID and its guard (their
+# own cgroup, left empty: the teardown must find it through the record),
+# then the sandbox, removes its cgroup and wipes its runtime state; the
+# contract store survives. The monitor and the guard die first and are
+# waited for: left alive, they write their last journal lines into the
+# state directory while it is being removed (api.bats's Go twin of the
+# relaunch test failed on "directory not empty").
+simulate_reboot() {
+  local mon cg dir n
+  mon=$(record_of "$1" | jq -r '.monitorCgroup // empty')
+  [ -n "$mon" ] || { echo "the record of $1 names no monitor cgroup" >&2; return 1; }
+  cg=$(cgroup_dir_of "$1") || return 1
+  for dir in "$mon" "$cg"; do
+    echo 1 >"$dir/cgroup.kill"
+    n=0
+    while ! grep -qx "populated 0" "$dir/cgroup.events" && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+    grep -qx "populated 0" "$dir/cgroup.events"
   done
+  rmdir "$cg"
+  rm -rf "${MAKA_ROOT:?}/$1"
 }
 
 @test "recover --relaunch re-creates a lost sandbox with the same boundary, checked against today's policy" {
   maka_io run -d --bundle "$B" rc-relaunch
-  local old_pid old_boundary declared
+  local old_pid old_boundary declared cg
   old_pid=$(container_pid rc-relaunch)
   old_boundary=$(record_of rc-relaunch | jq -S .boundary)
   # (maka boundary has no id: the record's cgroup is the one create placed)
@@ -335,7 +337,7 @@ lose_as_in_reboot() {
   [ "$old_boundary" = "$declared" ]
   # A reboot: every process and cgroup gone, the tmpfs --root wiped; the
   # contract store survives.
-  lose_as_in_reboot rc-relaunch
+  simulate_reboot rc-relaunch
   listed_as rc-relaunch stopped
 
   run maka recover --relaunch --format json
@@ -356,13 +358,13 @@ lose_as_in_reboot() {
   # Lost again, and relaunched under today's policy, not the one it was
   # created under: the built-in restricted (the bundle is maka spec's, which
   # restricted allows) gives it restricted's profile and onViolation...
-  lose_as_in_reboot rc-relaunch
+  simulate_reboot rc-relaunch
   run env MAKA_POLICY= "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" recover --relaunch --format json
   echo "$output"
   [ "$(jq -r '.[] | select(.id == "rc-relaunch") | .result + " " + .relaunched' <<<"$output")" = "recovered running" ]
   [ "$(jq -r '.boundary.profile + " " + .policy.onViolation' <(record_of rc-relaunch))" = "restricted kill" ]
   # ...and a policy that no longer allows it refuses the relaunch, naming why.
-  lose_as_in_reboot rc-relaunch
+  simulate_reboot rc-relaunch
   echo '{"profile": "baseline", "defaultLimits": {"memory": 1048576}, "maxLimits": {"memory": 1048576}}' > "$BATS_TEST_TMPDIR/tight.json"
   run env MAKA_POLICY="$BATS_TEST_TMPDIR/tight.json" "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" recover --relaunch --format json
   echo "$output"

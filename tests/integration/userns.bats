@@ -108,6 +108,106 @@ leases() {
   [ ! -e "/proc/$pid" ]
 }
 
+@test "restricted: the root is one overlay over the read-only root; root.readonly false is a writable view whose writes land in the sandbox's bounded tmpfs and vanish with it; the sandbox's mountinfo names none of maka's host paths" {
+  make_bundle "$BATS_TEST_TMPDIR/b" sleep 300
+  update_config "$BATS_TEST_TMPDIR/b" '.root.readonly = false | .linux.resources.memory.limit = 536870912'
+  local sum_before
+  sum_before=$(find "$MAKA_ROOTFS" -xdev -printf '%p %y %s %m %U %T@\n' | sort | sha256sum)
+  run restricted boundary --bundle "$BATS_TEST_TMPDIR/b"
+  [ "$status" -eq 0 ]
+  [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"(read-only, seen writable: writes land in a tmpfs of 128 MiB, gone with the sandbox, idmapped: its root's files are the sandbox's root's)"* ]]
+  run restricted boundary --format json --bundle "$BATS_TEST_TMPDIR/b"
+  jq -e '.rootfs.readonly == true and .rootfs.writableView == true' <<<"$output"
+  run maka_io --policy "$BATS_FILE_TMPDIR/restricted.json" run -d -b "$BATS_TEST_TMPDIR/b" uv
+  [ "$status" -eq 0 ] || { echo "$output"; false; }
+  # The sandbox writes its root: new files, a changed one, a removed one.
+  run restricted exec uv sh -c 'echo mine > /etc/new-file && echo changed >> /etc/hostname && rm /bin/true &&
+    mkdir -p /opt/x && cat /etc/new-file && stat -c %u /etc/passwd && ! test -e /bin/true && echo WROTE'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = mine ]
+  [ "${lines[1]}" = 0 ]    # idmapped: the root's files are the sandbox's root's
+  [ "${lines[2]}" = WROTE ]
+  # Its writes are bounded: the view holds at most the tmpfs limit.
+  run restricted exec uv sh -c 'head -c 200000000 /dev/zero 2>/dev/null > /fill; echo "exit $?"; ls -l /fill | awk "{print \$5}"'
+  echo "$output"
+  [ "${lines[0]}" != "exit 0" ]
+  [ "${lines[1]}" -le $((128 * 1048576)) ]
+  # The mount table the sandbox reads names no host path of maka's (the
+  # overlay's layers are given by descriptor).
+  run restricted exec uv cat /proc/self/mountinfo
+  [ "$status" -eq 0 ]
+  [[ "$output" != *"$MAKA_STATE_DIR"* ]]
+  [[ "$output" != *"/stage/"* ]]
+  [[ "$output" != *"$MAKA_ROOT"* ]]
+  [ "$(awk '$5 == "/" { for (i = 7; i < NF; i++) if ($i == "-") { print $(i + 1); break } }' <<<"$output")" = overlay ]
+  # The trusted root was never written.
+  [ "$(find "$MAKA_ROOTFS" -xdev -printf '%p %y %s %m %U %T@\n' | sort | sha256sum)" = "$sum_before" ]
+  [ -e "$MAKA_ROOTFS/bin/true" ] && [ ! -e "$MAKA_ROOTFS/etc/new-file" ]
+  run restricted delete --force uv
+  [ "$status" -eq 0 ]
+  assert_nothing_left uv
+  # A read-only root is one overlay too, and stays read-only.
+  update_config "$BATS_TEST_TMPDIR/b" '.root.readonly = true'
+  run maka_io --policy "$BATS_FILE_TMPDIR/restricted.json" run -d -b "$BATS_TEST_TMPDIR/b" uv
+  [ "$status" -eq 0 ] || { echo "$output"; false; }
+  # (and the first one's writes are gone)
+  run restricted exec uv sh -c 'grep " / / " /proc/self/mountinfo | sed "s/.* - //" | cut -d" " -f1; test -e /etc/new-file && echo LEAKED;
+    test -e /bin/true && echo INTACT; touch /etc/x 2>&1 || echo REFUSED'
+  echo "$output"
+  [ "${lines[0]}" = overlay ]
+  [ "${lines[1]}" = INTACT ]
+  [[ "$output" == *"Read-only file system"* ]]
+  [ "${lines[-1]}" = REFUSED ]
+  run restricted delete --force uv
+  [ "$status" -eq 0 ]
+  assert_nothing_left uv
+  # The user namespace's holder lived only while the sandbox was created.
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(tr -d '\0' < "$p/cmdline" 2>/dev/null)" != maka-userns ] || { echo "holder $p left"; false; }
+  done
+  [ "$(find "$MAKA_ROOTFS" -xdev -printf '%p %y %s %m %U %T@\n' | sort | sha256sum)" = "$sum_before" ]
+  # A root with a mount below it: an overlay's layer would not show that
+  # mount (but what it covers), so the root is assembled as before, the
+  # mount shown; a writable view of it is refused, naming the field.
+  local r=$BATS_TEST_TMPDIR/subroot
+  cp -a "$MAKA_ROOTFS" "$r"
+  mkdir -p "$r/opt" && echo covered > "$r/opt/f"
+  mount -t tmpfs -o size=1m tmpfs "$r/opt"
+  echo submount > "$r/opt/f"
+  update_config "$BATS_TEST_TMPDIR/b" '.root.path = $r | .process.args = ["cat", "/opt/f"]' --arg r "$r"
+  run maka_io --policy "$BATS_FILE_TMPDIR/restricted.json" run -b "$BATS_TEST_TMPDIR/b" uv-sub
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$output" = submount ]
+  update_config "$BATS_TEST_TMPDIR/b" '.root.readonly = false'
+  run maka_io --policy "$BATS_FILE_TMPDIR/restricted.json" run -b "$BATS_TEST_TMPDIR/b" uv-sub
+  echo "$output"
+  umount "$r/opt"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"root.readonly: false asks for a writable view of $r, which has a mount below it"* ]]
+  assert_nothing_left uv-sub
+}
+
+@test "without a user namespace (a baseline policy without writableRootfs): root.readonly false is a writable view too; the root is not written" {
+  echo '{"profile": "baseline", "writableRootfs": false}' > "$BATS_TEST_TMPDIR/p.json"
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'echo mine > /etc/new-file && rm /bin/true && cat /etc/new-file; grep " / / " /proc/self/mountinfo | sed "s/.* - //" | cut -d" " -f1; cat /proc/self/uid_map'
+  update_config "$BATS_TEST_TMPDIR/b" '.root.readonly = false'
+  local sum_before
+  sum_before=$(find "$MAKA_ROOTFS" -xdev -printf '%p %y %s %m %U %T@\n' | sort | sha256sum)
+  run --separate-stderr maka --policy "$BATS_TEST_TMPDIR/p.json" boundary --bundle "$BATS_TEST_TMPDIR/b" --format json
+  jq -e '.rootfs.readonly == true and .rootfs.writableView == true and .users.namespace != true' <<<"$output"
+  run maka_io --policy "$BATS_TEST_TMPDIR/p.json" run -b "$BATS_TEST_TMPDIR/b" uv-plain
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = mine ]
+  [ "${lines[1]}" = overlay ]
+  [ "$(echo ${lines[2]})" = "0 0 4294967295" ]   # no user namespace
+  [ "$(find "$MAKA_ROOTFS" -xdev -printf '%p %y %s %m %U %T@\n' | sort | sha256sum)" = "$sum_before" ]
+  assert_nothing_left uv-plain
+}
+
 @test "config.json's own mappings: refused under restricted; under baseline a delegated block is applied; a host file bound read-only stays unwritten, read-write needs idmap" {
   make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'cat /proc/self/uid_map; cat /mnt/file; stat -c "owner %u" /mnt/file; echo pwned > /mnt/file || echo REFUSED; echo new > /mnt/new && echo WROTE; true'
   local sum
@@ -221,7 +321,7 @@ concurrent_creates() {
   [ "$(leases | wc -l)" -eq 2 ]
 }
 
-@test "a crash after leasing and before the cgroup exists leaves a lease (and a root scaffold) that recover gives back" {
+@test "a crash after leasing and before the cgroup exists leaves a lease (and the root's overlay) that recover gives back" {
   make_bundle "$BATS_TEST_TMPDIR/b" sleep 300
   for stage in create:ids-leased create:root-built create:record-published; do
     local rc=0
@@ -232,7 +332,9 @@ concurrent_creates() {
     [ "$(leases | awk '{print $2}')" = u3 ]
     [ -z "$(find /sys/fs/cgroup -type d -name u3)" ]
     if [ "$stage" != create:ids-leased ]; then
-      [ -d "$(echo "$MAKA_STATE_DIR"/roots/*/u3)" ]   # the idmapped root's scaffold
+      # the idmapped root's overlay, in the sandbox's stage
+      [ -d "$(echo "$MAKA_STATE_DIR"/stage/*/u3)" ]
+      [ -n "$(awk '$5 ~ /\/stage\/.*\/u3\/[0-9]+$/ { for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "overlay") print; break } }' /proc/self/mountinfo)" ]
     fi
     run maka recover
     [ "$status" -eq 0 ]

@@ -259,10 +259,14 @@ assert_sandbox_gone() {
   emptied_within_a_second vt "$stderr"
   [ "$SECONDS" -lt 60 ]
   assert_nothing_left vt
-  # Under deny too: the timeout is never just recorded.
+  # Under deny too: the timeout is never just recorded. (8 s: the lifetime
+  # counts from create, and `run -d` itself must end before it does: with
+  # 2 s it once did not, in an emulated guest. Suspected, not measured: the
+  # monitor's start, held to half a CPU in its own cgroup.)
+  update_config "$BATS_TEST_TMPDIR/t" '.annotations = {"org.maka.timeout": "8"}'
   run_detached "$BATS_FILE_TMPDIR/deny.json" vt-det "$BATS_TEST_TMPDIR/t"
   run violations vt-det
-  jq -e 'length == 1 and .[0].type == "limit" and .[0].kind == "timeout" and .[0].limit == 2 and .[0].action == "kill"' <<<"$output"
+  jq -e 'length == 1 and .[0].type == "limit" and .[0].kind == "timeout" and .[0].limit == 8 and .[0].action == "kill"' <<<"$output"
   jq -e --argjson v "$output" '.killed.violation == $v[0].time' "$MAKA_ROOT/vt-det/peak.json"
   within_a_second vt-det "$(jq .killed.emptyAfterMs "$MAKA_ROOT/vt-det/peak.json")"
   assert_sandbox_gone vt-det
@@ -440,6 +444,16 @@ guard_of() {
   mon=$(cat "$MAKA_ROOT/vguard/monitor.pid")
   guard=$(guard_of "$mon")
   [ -n "$guard" ]
+  # The monitor and its guard run in a cgroup of maka's own with limits of
+  # their own, never in the caller's (issue 24 item 4).
+  local moncg
+  moncg=$(cat "$MAKA_ROOT/vguard/monitor.cgroup")
+  [[ "$moncg" == /sys/fs/cgroup/maka.monitors/vguard-* ]]
+  [ "/sys/fs/cgroup$(cut -d: -f3 "/proc/$mon/cgroup")" = "$moncg" ]
+  [ "/sys/fs/cgroup$(cut -d: -f3 "/proc/$guard/cgroup")" = "$moncg" ]
+  [ "$(cat "$moncg/memory.max")" = 67108864 ]
+  [ "$(cat "$moncg/pids.max")" = 64 ]
+  [ "$(cat "$moncg/cpu.max")" = "50000 100000" ]
   kill_monitor vguard
   wait_empty vguard 30
   assert_sandbox_gone vguard
@@ -455,6 +469,7 @@ guard_of() {
   jq -e '.[-1].type == "limit" and .[-1].kind == "monitor_lost" and .[-1].action == "kill"' <<<"$output"
   maka delete vguard
   assert_nothing_left vguard
+  [ ! -e "$moncg" ]
 }
 
 @test "fail closed: with its guard killed too, the next command that meets the sandbox kills it: exec refused, cgroup empty, state stopped; recover does the same" {

@@ -1,0 +1,118 @@
+package specconv
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/maka-runtime/maka/libmaka"
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// An RLIMIT_NOFILE above the kernel's fs.nr_open fails at start (prlimit:
+// EPERM, whatever maka's privileges): refused before anything exists, at
+// create and at exec, naming the field. Under rootless maka every hard
+// limit above maka's own fails the same way.
+func TestRlimitsTheKernelRefuses(t *testing.T) {
+	defer func(n func() uint64, h func(int) uint64) { nrOpen, ownHardLimit = n, h }(nrOpen, ownHardLimit)
+	nrOpen = func() uint64 { return 1048576 }
+	ownHardLimit = func(int) uint64 { return 4096 }
+
+	for _, tc := range []struct {
+		policy string
+		rl     specs.POSIXRlimit
+		want   string // "" : allowed
+	}{
+		{"restricted", specs.POSIXRlimit{Type: "RLIMIT_NOFILE", Hard: 1048576, Soft: 1024}, ""},
+		{"restricted", specs.POSIXRlimit{Type: "RLIMIT_NOFILE", Hard: 1048577, Soft: 1024}, "process.rlimits[0].hard: 1048577 is above the kernel's fs.nr_open (1048576)"},
+		{"restricted", specs.POSIXRlimit{Type: "RLIMIT_NOFILE", Hard: ^uint64(0), Soft: 1024}, "process.rlimits[0].hard: 18446744073709551615 is above the kernel's fs.nr_open"},
+		{"restricted", specs.POSIXRlimit{Type: "RLIMIT_CORE", Hard: 1 << 40, Soft: 0}, ""},
+		{"rootless", specs.POSIXRlimit{Type: "RLIMIT_CORE", Hard: 4096, Soft: 0}, ""},
+		{"rootless", specs.POSIXRlimit{Type: "RLIMIT_CORE", Hard: 4097, Soft: 0}, "process.rlimits[0].hard: 4097 is above maka's own hard limit of RLIMIT_CORE (4096)"},
+	} {
+		s := sandboxSpec(t)
+		s.Process.Rlimits = []specs.POSIXRlimit{tc.rl}
+		p := policy(t, "restricted")
+		if tc.policy == "rootless" {
+			p = p.ForRootless(&libmaka.Rootless{UID: 1000, GID: 1000, CgroupParent: "/u"})
+		}
+		for _, which := range []string{"create", "exec"} {
+			var err error
+			if which == "create" {
+				_, err = ToBoundary(s, p)
+			} else {
+				ps := *s.Process
+				err = CheckExec(&ps, p, nil)
+			}
+			switch {
+			case tc.want == "" && err != nil && strings.Contains(err.Error(), "rlimits"):
+				t.Errorf("%s, %s %+v: refused: %v", tc.policy, which, tc.rl, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("%s, %s %+v: %v, want a refusal %q", tc.policy, which, tc.rl, err, tc.want)
+			}
+		}
+	}
+}
+
+// A key=value option on a mount that may not have it names the mount's kind
+// (a bind has no type in config.json: the message read "a  mount") and the
+// types that take such options.
+func TestMountDataOptionNamesTheKind(t *testing.T) {
+	for _, tc := range []struct {
+		m    specs.Mount
+		want string
+	}{
+		{specs.Mount{Destination: "/mnt", Source: "/srv", Options: []string{"bind", "ro", "mode=755"}}, `mounts[%d].options[2]: "mode=755" is not an option a bind mount may have (only tmpfs, devpts and proc mounts take key=value options here)`},
+		{specs.Mount{Destination: "/mnt", Type: "tmpfs", Source: "tmpfs", Options: []string{"foo=1"}}, `mounts[%d].options[0]: "foo=1" is not an option a tmpfs mount may have (it takes size, nr_blocks, nr_inodes, mode, uid, gid, huge)`},
+	} {
+		s := sandboxSpec(t)
+		s.Mounts = append(s.Mounts, tc.m)
+		_, err := ToBoundary(s, policy(t, "baseline"))
+		want := fmt.Sprintf(tc.want, len(s.Mounts)-1)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v\nwant %q", tc.m, err, want)
+		}
+	}
+}
+
+// A time namespace of the sandbox's own, with offsets of the monotonic and
+// boottime clocks, under every profile; offsets the kernel would refuse
+// when the init writes them (libcontainer fails there, after the cgroup
+// and namespaces exist) are refused at create, naming the field.
+func TestTimeNamespaceOffsets(t *testing.T) {
+	defer func(f func(int32) int64) { clockNow = f }(clockNow)
+	clockNow = func(int32) int64 { return 1000 }
+	const max = ktimeSecMax / 2
+	own := []specs.LinuxNamespace{{Type: specs.TimeNamespace}}
+	for _, tc := range []struct {
+		name    string
+		ns      []specs.LinuxNamespace
+		offsets map[string]specs.LinuxTimeOffset
+		want    string // "" : allowed
+	}{
+		{"no offsets", own, nil, ""},
+		{"both clocks", own, map[string]specs.LinuxTimeOffset{"monotonic": {Secs: -1000}, "boottime": {Secs: max - 1000, Nanosecs: 999999999}}, ""},
+		{"no namespace", nil, map[string]specs.LinuxTimeOffset{"boottime": {Secs: 5}}, `linux.timeOffsets: offsets need a time namespace of the sandbox's own`},
+		{"joined", []specs.LinuxNamespace{{Type: specs.TimeNamespace, Path: "/proc/1/ns/time"}}, map[string]specs.LinuxTimeOffset{"boottime": {Secs: 5}}, "offsets cannot be set when joining"},
+		{"unknown clock", own, map[string]specs.LinuxTimeOffset{"realtime": {Secs: 5}}, `linux.timeOffsets.realtime: "realtime" is not a clock`},
+		{"nanosecs", own, map[string]specs.LinuxTimeOffset{"monotonic": {Nanosecs: 1e9}}, "linux.timeOffsets.monotonic.nanosecs: 1000000000 is not below"},
+		{"below zero", own, map[string]specs.LinuxTimeOffset{"monotonic": {Secs: -1001}}, "linux.timeOffsets.monotonic.secs: -1001 would take the monotonic clock (now 1000 s) outside"},
+		{"past the range", own, map[string]specs.LinuxTimeOffset{"boottime": {Secs: max - 999}}, "linux.timeOffsets.boottime.secs"},
+		{"most negative", own, map[string]specs.LinuxTimeOffset{"boottime": {Secs: -1 << 63}}, "linux.timeOffsets.boottime.secs"},
+	} {
+		for _, profile := range []string{"restricted", "baseline"} {
+			s := sandboxSpec(t)
+			s.Linux.Namespaces = append(s.Linux.Namespaces, tc.ns...)
+			s.Linux.TimeOffsets = tc.offsets
+			b, err := ToBoundary(s, policy(t, profile))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s, %s: refused: %v", tc.name, profile, err)
+			case tc.want == "" && len(tc.offsets) > 0 && len(b.TimeOffsets) != len(tc.offsets):
+				t.Errorf("%s, %s: the boundary's offsets = %v", tc.name, profile, b.TimeOffsets)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("%s, %s: %v, want a refusal %q", tc.name, profile, err, tc.want)
+			}
+		}
+	}
+}
