@@ -119,9 +119,7 @@ func Validate(host libmaka.Host, spec *specs.Spec) error {
 // validate is Validate with maka's own soft stack limit.
 func validate(spec *specs.Spec, stack uint64) error {
 	var errs []string
-	add := func(field, format string, args ...any) {
-		errs = append(errs, field+": "+fmt.Sprintf(format, args...))
-	}
+	add := func(field, msg string) { errs = append(errs, field+": "+msg) }
 	if spec.Version == "" {
 		add("ociVersion", "must be set")
 	}

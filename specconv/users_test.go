@@ -201,7 +201,6 @@ func TestRootNotSearchableBySandboxRootIsRefused(t *testing.T) {
 	}
 }
 
-func writeFile(p, content string) error { return os.WriteFile(p, []byte(content), 0o644) }
 func mkdirMode(p string, m os.FileMode) error {
 	if err := os.Mkdir(p, m); err != nil {
 		return err
