@@ -149,8 +149,12 @@ func (thisHost) Stat(path string) (HostStat, error) {
 	return HostStat{Mode: st.Mode, UID: st.Uid, Dev: uint64(st.Dev), Ino: st.Ino, Rdev: uint64(st.Rdev)}, nil
 }
 
-func (thisHost) CgroupProcs(path string) (int, error) {
-	data, err := os.ReadFile(filepath.Join(cgroupRoot, path, "cgroup.procs"))
+func (thisHost) CgroupProcs(path string) (int, error) { return cgroupProcsIn(cgroupRoot, path) }
+
+// cgroupProcsIn counts the processes directly in the cgroup at path of
+// the hierarchy mounted at root.
+func cgroupProcsIn(root, path string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(root, path, "cgroup.procs"))
 	if err != nil {
 		return 0, err
 	}

@@ -92,3 +92,25 @@ func TestThisHost(t *testing.T) {
 		t.Error("CgroupProcs of a missing cgroup: no error")
 	}
 }
+
+// A cgroup's processes are the pids its cgroup.procs lists (specconv's
+// busy-cgroup rule counts them from the target up to the root).
+func TestCgroupProcsCounts(t *testing.T) {
+	root := t.TempDir()
+	for dir, procs := range map[string]string{"kubepods": "", "kubepods/pod/ctr": "4242\n4243\n"} {
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, dir, "cgroup.procs"), []byte(procs), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, want := range map[string]int{"/kubepods": 0, "/kubepods/pod/ctr": 2} {
+		if n, err := cgroupProcsIn(root, path); err != nil || n != want {
+			t.Errorf("%s: %d, %v; want %d", path, n, err, want)
+		}
+	}
+	if _, err := cgroupProcsIn(root, "/kubepods/pod"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a cgroup without cgroup.procs (not made yet): %v, want ErrNotExist", err)
+	}
+}

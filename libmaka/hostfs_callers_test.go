@@ -120,7 +120,7 @@ const (
 // controls, go through hostfs.go (pin, OpenHostSource, OpenRootFile,
 // createIn, mkdirIn, openSubdir); otherwise add it here with its reason.
 var otherOpens = map[string]string{
-	"libmaka/host.go: thisHost.CgroupProcs: os.ReadFile":           cgroupFiles,
+	"libmaka/host.go: cgroupProcsIn: os.ReadFile":                  cgroupFiles,
 	"libmaka/hostpath.go: NeverOf: os.ReadDir":                     ownState,
 	"libmaka/hostpath.go: NeverOf: os.ReadFile":                    ownState,
 	"libmaka/hostpath.go: Op.Stage: os.OpenFile":                   ownState,
