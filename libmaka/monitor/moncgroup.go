@@ -117,6 +117,13 @@ func RemoveCgroup(stateDir string) error {
 // directory may be gone (libcontainer's destroy removes it).
 func CgroupOf(stateDir string) (string, error) { return cgroupOfState(stateDir) }
 
+// removeTimeout bounds the wait for a killed monitor and guard to leave
+// their cgroup: the teardown's bound for the sandbox's own processes
+// (libmaka.KillTimeout). 2 s was too short under load: a delete failed
+// with EBUSY while the killed monitor was still exiting (CI-C, hostile.bats,
+// five emulated guests on two cores), and kept the record for recover.
+const removeTimeout = 10 * time.Second
+
 // RemoveCgroupPath removes a monitor's cgroup p (from CgroupOf; "" is
 // nothing to do), killing what is left in it first.
 func RemoveCgroupPath(p string) error {
@@ -132,7 +139,7 @@ func RemoveCgroupPath(p string) error {
 	if err := os.WriteFile(filepath.Join(p, "cgroup.kill"), []byte("1"), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("monitor cgroup %s: %w", p, err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(removeTimeout)
 	for {
 		err := unix.Rmdir(p)
 		if err == nil || errors.Is(err, unix.ENOENT) {
