@@ -210,7 +210,7 @@ func fatalWithCode(err error, code int) {
 	if errors.As(err, &rejected) {
 		// The code leads whatever wrapped it, and the JSON log carries
 		// the items for machines. The text clients pass on (conmon, the
-		// shims) is bounded and ASCII, whatever was refused.
+		// shims) is bounded, whatever was refused.
 		err = rejected
 		text = rejected.ClientText(specconv.ClientTextMax)
 		entry = entry.WithFields(logrus.Fields{"code": specconv.RejectedCode, "items": rejected.Verdict.Items})

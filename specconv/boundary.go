@@ -84,25 +84,30 @@ func (e *RejectedError) Error() string { return e.text(0) }
 // items.
 const ClientTextMax = 6144
 
-// ClientText is the rejection bounded to max bytes: the first line, then
-// as many whole item lines as fit, then how many more there are and where
-// they all are. Every line is ASCII (other runes as \u{N}): a byte-wise
-// cut by a client can never split a character, and no client's escaping
-// meets a byte it mishandles.
+// ClientText is the rejection bounded to max bytes, escaped for a
+// terminal (printable.Text): the first line, then as many whole item
+// lines as fit, then how many more there are and where they all are. A
+// client that passes max bytes on whole never cuts a line, nor a
+// character inside one.
 func (e *RejectedError) ClientText(max int) string {
-	return printable.ASCII(e.text(max))
+	return e.text(max)
 }
 
 func (e *RejectedError) text(max int) string {
 	v := e.Verdict
 	groups := groupItems(v.Items)
 	lines := make([]string, 0, len(groups)+1)
-	lines = append(lines, firstLine(v, groups))
-	size := len(printable.ASCII(lines[0]))
+	// Bounded, the text is measured as a client receives it: escaped.
+	esc := func(s string) string { return s }
+	if max > 0 {
+		esc = printable.Text
+	}
+	lines = append(lines, esc(firstLine(v, groups)))
+	size := len(lines[0])
 	for i, g := range groups {
-		line := "  " + g.line
+		line := esc("  " + g.line)
 		if max > 0 {
-			size += 1 + len(printable.ASCII(line))
+			size += 1 + len(line)
 			// The note on the lines left out must still fit after
 			// the last line kept.
 			reserve := 0

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/maka-runtime/maka/internal/printable"
 )
@@ -123,15 +124,16 @@ func TestRejectionFirstLineWithAHugeField(t *testing.T) {
 
 // What a client passes on (conmon reads up to 8191 bytes of stderr once
 // and puts them in a JSON line of its own): whatever was refused, the text
-// is bounded, ASCII, starts with the code and the count, keeps whole item
-// lines only, and says how many were left out and where they all are.
+// is bounded, valid UTF-8 with no control character but newlines, starts
+// with the code and the count, keeps whole item lines only, and says how
+// many were left out and where they all are.
 func TestClientTextBounded(t *testing.T) {
 	for _, n := range []int{1, 3, 30, 100, 1000} {
 		for _, width := range []int{10, 300, 5000} {
 			var items []Item
 			for i := range n {
 				items = append(items, Item{Field: fmt.Sprintf("mounts[%d].source", i),
-					Message: fmt.Sprintf("%q is not a path the policy allows: …é %s", "/bind/ünïcode", strings.Repeat("x", width))})
+					Message: fmt.Sprintf("%q is not a path the policy allows: …é \x1b[31m %s", "/bind/ünïcode", strings.Repeat("x", width))})
 			}
 			items = append(items, Item{Field: "process.capabilities.bounding[0]", Message: "CAP_SYS_ADMIN is not allowed by profile restricted", Capability: "CAP_SYS_ADMIN", CapSet: "bounding"})
 			e := &RejectedError{Verdict: Verdict{Profile: "restricted", Items: items}}
@@ -139,15 +141,18 @@ func TestClientTextBounded(t *testing.T) {
 			if len(got) > ClientTextMax {
 				t.Errorf("%d items of %d: %d bytes, over %d", n, width, len(got), ClientTextMax)
 			}
+			if !utf8.ValidString(got) {
+				t.Fatalf("%d items of %d: not UTF-8", n, width)
+			}
 			for i := 0; i < len(got); i++ {
-				if got[i] >= 0x80 || (got[i] < 0x20 && got[i] != '\n') {
+				if got[i] < 0x20 && got[i] != '\n' {
 					t.Fatalf("%d items of %d: byte %#x at %d", n, width, got[i], i)
 				}
 			}
 			if !strings.HasPrefix(got, fmt.Sprintf("BOUNDARY_REJECTED: %d items refused by profile restricted: ", n+1)) {
 				t.Errorf("%d items of %d: first line %q", n, width, strings.SplitN(got, "\n", 2)[0])
 			}
-			full := strings.Split(printable.ASCII(e.Error()), "\n")
+			full := strings.Split(printable.Text(e.Error()), "\n")
 			lines := strings.Split(got, "\n")
 			kept := len(lines) - 1
 			if last := lines[len(lines)-1]; strings.HasPrefix(last, "  ... and ") {

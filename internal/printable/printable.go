@@ -32,36 +32,6 @@ func Text(s string) string {
 	return escape(s, true)
 }
 
-// ASCII is Text with every rune beyond ASCII written as \u{N} too: for a
-// message a client may cut at any byte or pass through an escaping of its
-// own that only knows ASCII (conmon's, into its JSON line).
-func ASCII(s string) string {
-	t := Text(s)
-	for i := 0; i < len(t); i++ {
-		if t[i] >= utf8.RuneSelf {
-			return asciiRunes(t)
-		}
-	}
-	return t
-}
-
-// asciiRunes writes every rune of t (printable, Text's output) beyond
-// ASCII as \u{N}.
-func asciiRunes(t string) string {
-	var b strings.Builder
-	b.Grow(len(t) + 16)
-	for _, r := range t {
-		if r < utf8.RuneSelf {
-			b.WriteRune(r)
-			continue
-		}
-		b.WriteString(`\u{`)
-		b.WriteString(strconv.FormatInt(int64(r), 16))
-		b.WriteByte('}')
-	}
-	return b.String()
-}
-
 func escape(s string, text bool) string {
 	i := 0
 	for i < len(s) {

@@ -197,27 +197,3 @@ func TestJSON(t *testing.T) {
 		t.Errorf("JSON(U+E0001) = %s", got)
 	}
 }
-
-// ASCII leaves nothing but ASCII (newlines and tabs kept, as Text keeps
-// them), and says every other rune as \u{N}.
-func TestASCII(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain text\n\tline":  "plain text\n\tline",
-		"20000 µs …":          `20000 \u{b5}s \u{2026}`,
-		"bad \xff byte \x1b[": `bad \xff byte \x1b[`,
-		"bidi \u202e":         `bidi \u{202e}`,
-	} {
-		if got := ASCII(in); got != want {
-			t.Errorf("ASCII(%q) = %q, want %q", in, got, want)
-		}
-	}
-	for _, in := range inputs() {
-		out := ASCII(in)
-		for i := 0; i < len(out); i++ {
-			if out[i] >= 0x80 || (out[i] < 0x20 && out[i] != '\n' && out[i] != '\t') || out[i] == 0x7f {
-				t.Errorf("ASCII(%q) = %q: byte %#x", in, out, out[i])
-				break
-			}
-		}
-	}
-}
