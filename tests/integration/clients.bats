@@ -432,7 +432,7 @@ left: 0
   [ -z "$(ctr task ls -q | grep -x cx-maka)" ]
 }
 
-@test "refusals of every size reach podman and ctr whole: bounded, ASCII, the code and count first, the rest named in maka boundary (100 refused binds, all capabilities, the default container)" {
+@test "refusals of every size reach podman and ctr whole: bounded, the code and count first, the rest named in maka boundary (100 refused binds, all capabilities, the default container)" {
   echo '{"profile": "restricted"}' > /etc/maka/policy.json
   local i vols=() mounts=()
   for i in $(seq 1 100); do
