@@ -80,7 +80,7 @@ func boundaryVerdict(c *cli.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	b, verdict, err := specconv.Explain(spec, policy)
+	b, verdict, err := specconv.Explain(libmaka.ThisHost(), spec, policy)
 	if err != nil {
 		return false, err
 	}
@@ -96,7 +96,7 @@ func boundaryVerdict(c *cli.Context) (bool, error) {
 			return false, err
 		}
 		var rejected *specconv.RejectedError
-		if err := specconv.CheckHost(b, eff, dir, sandbox.NeverPaths(c.String("root"), c.String("state-dir"))); errors.As(err, &rejected) {
+		if err := specconv.CheckHost(libmaka.ThisHost(), b, eff, dir, sandbox.NeverPaths(c.String("root"), c.String("state-dir"))); errors.As(err, &rejected) {
 			verdict = rejected.Verdict
 		} else if err != nil {
 			return false, err
@@ -154,7 +154,7 @@ func printOCI(c *cli.Context, b *libmaka.Boundary) error {
 	if requested == "" {
 		b.Cgroup.Path = libmaka.OwnCgroupParent + "/id"
 	}
-	spec, err := specconv.SpecOf(b)
+	spec, err := specconv.SpecOf(libmaka.ThisHost(), b)
 	if err != nil {
 		return err
 	}

@@ -144,14 +144,14 @@ func execProcess(c *cli.Context) (int, error) {
 		}
 	}
 	ps.Env = sandbox.ExecHome(ps.Env, ctr.Record.Boundary, ps.User.UID, c.String("process") == "", c.StringSlice("env"))
-	if err := specconv.CheckExec(ps, pol, ctr.Record.Boundary); err != nil {
+	if err := specconv.CheckExec(libmaka.ThisHost(), ps, pol, ctr.Record.Boundary); err != nil {
 		return 1, err
 	}
 	if c.IsSet("timeout") || c.IsSet("output-limit") {
 		op.End()
 		return execBounded(c, ctr, ps)
 	}
-	process, err := specconv.NewProcess(ps, false)
+	process, err := specconv.NewProcess(libmaka.ThisHost(), ps, false)
 	if err != nil {
 		if path := c.String("process"); path != "" {
 			return 1, fmt.Errorf("--process %s: %w", path, err)

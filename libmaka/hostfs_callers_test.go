@@ -120,7 +120,7 @@ const (
 // controls, go through hostfs.go (pin, OpenHostSource, OpenRootFile,
 // createIn, mkdirIn, openSubdir); otherwise add it here with its reason.
 var otherOpens = map[string]string{
-	"specconv/checks.go: cgroupProcs: os.ReadFile":                 cgroupFiles,
+	"libmaka/host.go: cgroupProcsIn: os.ReadFile":                  cgroupFiles,
 	"libmaka/hostpath.go: NeverOf: os.ReadDir":                     ownState,
 	"libmaka/hostpath.go: NeverOf: os.ReadFile":                    ownState,
 	"libmaka/hostpath.go: Op.Stage: os.OpenFile":                   ownState,
@@ -220,7 +220,8 @@ var otherOpens = map[string]string{
 	"libmaka/transfer.go: procStartTime: os.ReadFile":         hostFacts,
 	"monitorexe.go: monitorExecutable: os.CreateTemp":         hostFacts,
 	"monitorexe.go: trustedMonitor: os.OpenFile":              hostFacts,
-	"specconv/hostusers.go: hostIDsIn: os.Open":               hostFacts,
+	"libmaka/host.go: readIDUses: os.Open":                    hostFacts,
+	"libmaka/host.go: readInt: os.ReadFile":                   hostFacts,
 	"tty.go: hostConsole: os.Open":                            hostFacts,
 	// pathOnly
 	"libmaka/monitor/audit.go: readOnlyTarget: unix.Open":    pathOnly,

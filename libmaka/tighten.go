@@ -1,24 +1,9 @@
 package libmaka
 
-import (
-	"os"
-	"strconv"
-	"strings"
-)
-
 // ownOOMScoreAdj is maka's own oom_score_adj: the lowest a sandbox may ask
-// for when the policy sets no oomScoreAdjMin.
-var ownOOMScoreAdj = func() int {
-	data, err := os.ReadFile("/proc/self/oom_score_adj")
-	if err != nil {
-		return 0
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return 0
-	}
-	return n
-}
+// for when the policy sets no oomScoreAdjMin. It is the host facts' reader
+// (ownFacts, host.go), the one specconv's rule is handed.
+func ownOOMScoreAdj() int { return ownFacts().OOMScoreAdj }
 
 // stricterOOMScoreAdjMin is the higher of two oomScoreAdjMin (nil: maka's
 // own): the one that lets a sandbox ask to be killed later by less.

@@ -56,7 +56,7 @@ func TestAttackerReviewRefusals(t *testing.T) {
 			s := sandboxSpec(t)
 			s.Root.Readonly = true
 			tc.mutate(s)
-			_, err := ToBoundary(s, pol)
+			_, err := ToBoundary(testHost, s, pol)
 			for _, it := range rejectedItems(t, err) {
 				if it.Field == tc.field {
 					return
@@ -73,7 +73,7 @@ func TestReadonlyBindIsRecursive(t *testing.T) {
 	pol, _ := libmaka.ParsePolicy([]byte(`{"profile": "baseline", "bindPaths": [{"path": "/opt/data", "mode": "ro"}]}`))
 	s := sandboxSpec(t)
 	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/data", Type: "bind", Source: "/opt/data", Options: []string{"rbind", "ro"}})
-	b, err := ToBoundary(s, pol)
+	b, err := ToBoundary(testHost, s, pol)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -297,27 +297,30 @@ func implicitDeviceRule(d *config.Device) bool {
 // ToBoundary compiles spec under policy: it checks every item against the
 // whitelist (all offending items at once, each naming its field), then
 // applies the profile's defaults to a copy of spec and summarises it. The
-// input spec is not modified.
-func ToBoundary(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, error) {
-	b, _, err := compile(spec, policy)
+// input spec is not modified. The host's facts the rules compare with
+// (maka's own limits, the clocks...) are host's: libmaka.ThisHost, or a
+// test's.
+func ToBoundary(host libmaka.Host, spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, error) {
+	b, _, err := compile(host, spec, policy)
 	return b, err
 }
 
 // Explain is ToBoundary for `maka boundary`: it returns the boundary (when
 // config.json is well formed) and the verdict even when the verdict is no.
-func Explain(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, Verdict, error) {
-	b, v, err := compile(spec, policy)
+func Explain(host libmaka.Host, spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, Verdict, error) {
+	b, v, err := compile(host, spec, policy)
 	if rejected := (*RejectedError)(nil); errors.As(err, &rejected) {
 		err = nil
 	}
 	return b, v, err
 }
 
-func compile(spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, Verdict, error) {
-	if err := Validate(spec); err != nil {
+func compile(host libmaka.Host, spec *specs.Spec, policy *libmaka.Policy) (*libmaka.Boundary, Verdict, error) {
+	facts := host.Facts()
+	if err := validate(spec, facts.StackLimit); err != nil {
 		return nil, Verdict{}, err
 	}
-	c := &checker{policy: policy}
+	c := &checker{policy: policy, facts: &facts}
 	if name := spec.Annotations[AnnotationProfile]; name != "" {
 		if p, err := policy.Tighten(name); err != nil {
 			// Checked against the policy as it is, and refused.
@@ -383,9 +386,11 @@ func normalise(spec *specs.Spec) (*specs.Spec, error) {
 // fills in the defaults where the spec is silent.
 type checker struct {
 	// userns: the sandbox has its own user namespace (checkUsers).
-	userns  bool
-	policy  *libmaka.Policy
-	spec    *specs.Spec
+	userns bool
+	policy *libmaka.Policy
+	spec   *specs.Spec
+	// facts are the host's (libmaka.HostFacts), taken once per check.
+	facts   *libmaka.HostFacts
 	items   []Item
 	timeout int64
 	// defaultSeccomp: config.json had no seccomp profile, maka's was added.
@@ -472,9 +477,11 @@ func (c *checker) checkProcess() {
 // container was created under and to its boundary: its capabilities must
 // be allowed by the policy, no_new_privs is forced on where the init has it
 // (and always under restricted), and its LSM labels may only be the
-// init's. p is modified in place.
-func CheckExec(p *specs.Process, policy *libmaka.Policy, b *libmaka.Boundary) error {
-	c := &checker{policy: policy, spec: &specs.Spec{Process: p}, exec: true}
+// init's. p is modified in place. host gives the facts the rules compare
+// with (libmaka.ThisHost, or a test's).
+func CheckExec(host libmaka.Host, p *specs.Process, policy *libmaka.Policy, b *libmaka.Boundary) error {
+	facts := host.Facts()
+	c := &checker{policy: policy, spec: &specs.Spec{Process: p}, exec: true, facts: &facts}
 	refuseUnmodelled(reflect.ValueOf(p), "process", "process", func(field, note string) {
 		c.reject(field, "", "maka does not apply this field: %s", note)
 	})

@@ -37,7 +37,7 @@ func sandboxSpec(t testing.TB) *specs.Spec {
 func TestRestrictedDefaults(t *testing.T) {
 	s := sandboxSpec(t)
 	s.Process.NoNewPrivileges = false
-	b, err := ToBoundary(s, policy(t, libmaka.ProfileRestricted))
+	b, err := ToBoundary(testHost, s, policy(t, libmaka.ProfileRestricted))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +89,10 @@ func convertable(t testing.TB, b *libmaka.Boundary, id string) *specs.Spec {
 	if b.Cgroup.Path == "" {
 		b.Cgroup.Path = libmaka.OwnCgroupParent + "/" + id
 	}
-	if _, err := ToLibcontainer(testLease(b), Options{ID: id}); err != nil {
+	if _, err := ToLibcontainer(testHost, testLease(b), Options{ID: id}); err != nil {
 		t.Fatalf("the boundary does not convert: %v", err)
 	}
-	spec, err := SpecOf(b)
+	spec, err := SpecOf(testHost, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func rejectedItems(t *testing.T, err error) []Item {
 }
 
 func TestRestrictedRejectsEveryCapabilityWithItsField(t *testing.T) {
-	items := rejectedItems(t, func() error { _, err := ToBoundary(exampleSpec(t), policy(t, "restricted")); return err }())
+	items := rejectedItems(t, func() error { _, err := ToBoundary(testHost, exampleSpec(t), policy(t, "restricted")); return err }())
 	if len(items) != 9 {
 		t.Fatalf("got %d items, want 9 (3 capabilities x 3 sets): %v", len(items), items)
 	}
@@ -129,7 +129,7 @@ func TestRestrictedRejectsEveryCapabilityWithItsField(t *testing.T) {
 	if first.Field != "process.capabilities.bounding[0]" || !strings.Contains(first.Message, "CAP_AUDIT_WRITE is not allowed by profile restricted") || !strings.Contains(first.Allow, `"capabilities"`) {
 		t.Errorf("first item = %+v", first)
 	}
-	if _, err := ToBoundary(exampleSpec(t), policy(t, "baseline")); err != nil {
+	if _, err := ToBoundary(testHost, exampleSpec(t), policy(t, "baseline")); err != nil {
 		t.Errorf("baseline rejects runc's default capabilities: %v", err)
 	}
 }
@@ -156,7 +156,7 @@ func TestEveryPolicyItemIsReported(t *testing.T) {
 	s.Linux.Namespaces = []specs.LinuxNamespace{{Type: specs.MountNamespace}, {Type: specs.NetworkNamespace, Path: "/var/run/netns/x"}}
 	s.Hooks = &specs.Hooks{Prestart: []specs.Hook{{Path: "/bin/true"}}}
 	s.Annotations = map[string]string{AnnotationTimeout: "99999"}
-	_, err := ToBoundary(s, policy(t, "restricted"))
+	_, err := ToBoundary(testHost, s, policy(t, "restricted"))
 	items := rejectedItems(t, err)
 	fields := map[string]bool{}
 	for _, it := range items {
@@ -190,7 +190,7 @@ func TestBindRules(t *testing.T) {
 	for _, c := range cases {
 		s := sandboxSpec(t)
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/mnt", Type: "bind", Source: c.src, Options: []string{"rbind", c.opt}})
-		_, err := ToBoundary(s, p)
+		_, err := ToBoundary(testHost, s, p)
 		if (err == nil) != c.ok {
 			t.Errorf("bind %s (%s): err = %v, want ok=%v", c.src, c.opt, err, c.ok)
 		}
@@ -205,7 +205,7 @@ func TestBaselineAllowsNetnsAndWritableRoot(t *testing.T) {
 			s.Linux.Namespaces[i].Path = "/var/run/netns/cni-1"
 		}
 	}
-	b, err := ToBoundary(s, policy(t, "baseline"))
+	b, err := ToBoundary(testHost, s, policy(t, "baseline"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,14 +222,14 @@ func TestBaselineAllowsNetnsAndWritableRoot(t *testing.T) {
 		t.Errorf("limits = %+v, want %+v", b.Limits, want)
 	}
 	s.Annotations = map[string]string{AnnotationTimeout: "600"}
-	if b, err = ToBoundary(s, policy(t, "baseline")); err != nil || b.Limits.Timeout != 600 {
+	if b, err = ToBoundary(testHost, s, policy(t, "baseline")); err != nil || b.Limits.Timeout != 600 {
 		t.Errorf("org.maka.timeout 600 under baseline: %v, timeout %d", err, b.Limits.Timeout)
 	}
 	// A policy that sets a longest lifetime enforces it on the silent.
 	p := policy(t, "baseline")
 	p.MaxLimits.Timeout = 900
 	s.Annotations = nil
-	if b, err = ToBoundary(s, p); err != nil || b.Limits.Timeout != 900 {
+	if b, err = ToBoundary(testHost, s, p); err != nil || b.Limits.Timeout != 900 {
 		t.Errorf("baseline with maxLimits.timeout 900, no annotation: %v, timeout %d", err, b.Limits.Timeout)
 	}
 }
@@ -237,12 +237,12 @@ func TestBaselineAllowsNetnsAndWritableRoot(t *testing.T) {
 func TestAnnotationOnlyTightens(t *testing.T) {
 	s := exampleSpec(t)
 	s.Annotations = map[string]string{AnnotationProfile: "restricted"}
-	if _, err := ToBoundary(s, policy(t, "baseline")); err == nil {
+	if _, err := ToBoundary(testHost, s, policy(t, "baseline")); err == nil {
 		t.Error("annotation restricted did not tighten baseline")
 	}
 	s = sandboxSpec(t)
 	s.Annotations = map[string]string{AnnotationProfile: "baseline"}
-	_, err := ToBoundary(s, policy(t, "restricted"))
+	_, err := ToBoundary(testHost, s, policy(t, "restricted"))
 	if err == nil || !strings.Contains(err.Error(), "only tighten") || !strings.Contains(err.Error(), AnnotationProfile) {
 		t.Errorf("loosening annotation: err = %v", err)
 	}
@@ -321,7 +321,7 @@ func FuzzParsePolicy(f *testing.F) {
 		if _, err := json.Marshal(p); err != nil {
 			t.Fatal(err)
 		}
-		_, _, _ = Explain(sandboxSpec(t), p)
+		_, _, _ = Explain(testHost, sandboxSpec(t), p)
 	})
 }
 
@@ -335,6 +335,8 @@ func FuzzParsePolicy(f *testing.F) {
 // holds only allowed capabilities and joins no namespace the policy does
 // not allow.
 func FuzzToBoundary(f *testing.F) {
+	// The host's facts taken once: every input is checked against the same.
+	host := fakeHost{Host: testHost, facts: testHost.Facts()}
 	base, _ := json.Marshal(sandboxSpec(f))
 	f.Add(base, true)
 	f.Add(base, false)
@@ -349,7 +351,7 @@ func FuzzToBoundary(f *testing.F) {
 			profile = "restricted"
 		}
 		pol := policy(t, profile)
-		b, v, err := Explain(spec, pol)
+		b, v, err := Explain(host, spec, pol)
 		if err != nil {
 			if !strings.Contains(err.Error(), ": ") {
 				t.Fatalf("error names no field: %v", err)
@@ -371,7 +373,7 @@ func FuzzToBoundary(f *testing.F) {
 		if err := Place(b, pol, "fuzz"); err != nil {
 			t.Fatalf("allowed boundary has a cgroup path the policy refuses: %v", err)
 		}
-		out, err := ToLibcontainer(testLease(b), Options{ID: "fuzz"})
+		out, err := ToLibcontainer(host, testLease(b), Options{ID: "fuzz"})
 		if err != nil {
 			return // libcontainer's own refusal (e.g. a mount it cannot make)
 		}
@@ -486,7 +488,7 @@ func checkEnforced(t *testing.T, pol *libmaka.Policy, cfg *configs.Config) {
 }
 
 func TestDefaultSeccompWhenConfigHasNone(t *testing.T) {
-	b, err := ToBoundary(sandboxSpec(t), policy(t, "restricted"))
+	b, err := ToBoundary(testHost, sandboxSpec(t), policy(t, "restricted"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +497,7 @@ func TestDefaultSeccompWhenConfigHasNone(t *testing.T) {
 	}
 	// It compiles with libcontainer's converter.
 	convertable(t, b, "x")
-	out, err := ToLibcontainer(testLease(b), Options{ID: "x"})
+	out, err := ToLibcontainer(testHost, testLease(b), Options{ID: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +507,7 @@ func TestDefaultSeccompWhenConfigHasNone(t *testing.T) {
 	// A profile from config.json is kept as it is.
 	s := sandboxSpec(t)
 	s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActErrno}
-	b, err = ToBoundary(s, policy(t, "restricted"))
+	b, err = ToBoundary(testHost, s, policy(t, "restricted"))
 	if err != nil || b.Syscalls.Profile != "config" || b.Seccomp.DefaultAction != specs.ActErrno {
 		t.Fatalf("config profile replaced: %+v, %v", b.Syscalls, err)
 	}
@@ -513,7 +515,7 @@ func TestDefaultSeccompWhenConfigHasNone(t *testing.T) {
 
 func TestNoCapabilitiesDeclaredMeansNone(t *testing.T) {
 	for _, profile := range []string{"restricted", "baseline"} {
-		b, err := ToBoundary(sandboxSpec(t), policy(t, profile))
+		b, err := ToBoundary(testHost, sandboxSpec(t), policy(t, profile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -526,13 +528,13 @@ func TestNoCapabilitiesDeclaredMeansNone(t *testing.T) {
 
 func TestCheckExec(t *testing.T) {
 	p := &specs.Process{Args: []string{"sh"}, Cwd: "/", Capabilities: &specs.LinuxCapabilities{Effective: []string{"CAP_SYS_ADMIN"}}}
-	err := CheckExec(p, policy(t, "restricted"), nil)
+	err := CheckExec(testHost, p, policy(t, "restricted"), nil)
 	items := rejectedItems(t, err)
 	if len(items) != 1 || items[0].Field != "process.capabilities.effective[0]" {
 		t.Errorf("items = %v", items)
 	}
 	p = &specs.Process{Args: []string{"sh"}, Cwd: "/"}
-	if err := CheckExec(p, policy(t, "restricted"), nil); err != nil || !p.NoNewPrivileges || p.Capabilities != nil {
+	if err := CheckExec(testHost, p, policy(t, "restricted"), nil); err != nil || !p.NoNewPrivileges || p.Capabilities != nil {
 		t.Errorf("plain exec: err %v, nnp %v, caps %+v", err, p.NoNewPrivileges, p.Capabilities)
 	}
 }
@@ -544,7 +546,7 @@ func TestCheckExecHeldToTheBoundary(t *testing.T) {
 	b := &libmaka.Boundary{Process: libmaka.Process{Capabilities: []string{"CAP_CHOWN"}, NoNewPrivileges: true}}
 	p := &specs.Process{Args: []string{"sh"}, Cwd: "/", ApparmorProfile: "unconfined",
 		Capabilities: &specs.LinuxCapabilities{Bounding: []string{"CAP_CHOWN", "CAP_NET_RAW"}}}
-	items := rejectedItems(t, CheckExec(p, policy(t, "baseline"), b))
+	items := rejectedItems(t, CheckExec(testHost, p, policy(t, "baseline"), b))
 	var fields []string
 	for _, it := range items {
 		fields = append(fields, it.Field)
@@ -560,7 +562,7 @@ func TestCheckExecHeldToTheBoundary(t *testing.T) {
 func TestTmpfsLastSizeCounts(t *testing.T) {
 	s := sandboxSpec(t)
 	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"size=1m", "size=4g"}})
-	items := rejectedItems(t, func() error { _, err := ToBoundary(s, policy(t, "restricted")); return err }())
+	items := rejectedItems(t, func() error { _, err := ToBoundary(testHost, s, policy(t, "restricted")); return err }())
 	if len(items) != 1 || items[0].Field != "mounts[7].options[1]" {
 		t.Errorf("items = %v", items)
 	}
@@ -590,7 +592,7 @@ func TestPidsLimitAsRuncMapsIt(t *testing.T) {
 	} {
 		s := sandboxSpec(t)
 		s.Linux.Resources = &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: c.limit}}
-		b, err := ToBoundary(s, c.p)
+		b, err := ToBoundary(testHost, s, c.p)
 		name := "absent"
 		if c.limit != nil {
 			name = fmt.Sprint(*c.limit)
@@ -619,7 +621,7 @@ func TestPidsLimitAsRuncMapsIt(t *testing.T) {
 func TestWritableRootIsAView(t *testing.T) {
 	s := sandboxSpec(t)
 	s.Root.Readonly = false
-	b, err := ToBoundary(s, policy(t, "restricted"))
+	b, err := ToBoundary(testHost, s, policy(t, "restricted"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -627,7 +629,7 @@ func TestWritableRootIsAView(t *testing.T) {
 		t.Errorf("rootfs %+v: want read-only with a writable view", b.Rootfs)
 	}
 	// Under baseline (writableRootfs) the engine's root is written as is.
-	b, err = ToBoundary(exampleSpecWritable(t), policy(t, "baseline"))
+	b, err = ToBoundary(testHost, exampleSpecWritable(t), policy(t, "baseline"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -638,7 +640,7 @@ func TestWritableRootIsAView(t *testing.T) {
 	rootless.Rootless = &libmaka.Rootless{UID: 1000, GID: 1000}
 	s = sandboxSpec(t)
 	s.Root.Readonly = false
-	_, err = ToBoundary(s, rootless)
+	_, err = ToBoundary(testHost, s, rootless)
 	items := rejectedItems(t, err)
 	if len(items) != 1 || items[0].Field != "root.readonly" || !strings.Contains(items[0].Message, "rootless") {
 		t.Errorf("rootless: items %v, want root.readonly's refusal naming rootless", items)

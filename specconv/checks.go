@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
 )
 
 func joinTypes(ts []specs.LinuxNamespaceType) string {
@@ -24,45 +22,6 @@ func joinTypes(ts []specs.LinuxNamespaceType) string {
 		s[i] = string(t)
 	}
 	return strings.Join(s, ", ")
-}
-
-// ownOOMScoreAdj is maka's own oom_score_adj: a sandbox may not ask to be
-// killed later than the runtime that made it.
-var ownOOMScoreAdj = func() int {
-	data, err := os.ReadFile("/proc/self/oom_score_adj")
-	if err != nil {
-		return 0
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
-// nrOpen is the kernel's fs.nr_open: no process may have an RLIMIT_NOFILE
-// above it, whatever its privileges (0: unknown).
-var nrOpen = func() uint64 {
-	data, err := os.ReadFile("/proc/sys/fs/nr_open")
-	if err != nil {
-		return 0
-	}
-	n, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
-// ownHardLimit is maka's own hard limit of the resource (RLIM_INFINITY
-// when it cannot be read): without CAP_SYS_RESOURCE (rootless maka), the
-// highest hard limit it can give a sandbox's process.
-var ownHardLimit = func(resource int) uint64 {
-	var r unix.Rlimit
-	if err := unix.Getrlimit(resource, &r); err != nil {
-		return unix.RLIM_INFINITY
-	}
-	return r.Max
 }
 
 // Scheduling policies that do not raise the sandbox above the host's
@@ -75,7 +34,7 @@ var fairSchedulers = []specs.LinuxSchedulerPolicy{specs.SchedOther, specs.SchedB
 // CAP_SYS_NICE would get them all the same.
 func (c *checker) checkPriorities(p *specs.Process) {
 	if a := p.OOMScoreAdj; a != nil {
-		low, why := ownOOMScoreAdj(), "a sandbox may not be killed after maka itself"
+		low, why := c.facts.OOMScoreAdj, "a sandbox may not be killed after maka itself"
 		if m := c.policy.OOMScoreAdjMin; m != nil {
 			low, why = *m, "the policy's oomScoreAdjMin"
 		}
@@ -125,11 +84,11 @@ func (c *checker) checkPriorities(p *specs.Process) {
 		}
 		// What the kernel would refuse when libcontainer applies it
 		// (prlimit, EPERM): refused now, before anything exists.
-		if n := nrOpen(); rl.Type == "RLIMIT_NOFILE" && n > 0 && rl.Hard > n {
+		if n := c.facts.NrOpen; rl.Type == "RLIMIT_NOFILE" && n > 0 && rl.Hard > n {
 			c.reject(field+".hard", "", "%d is above the kernel's fs.nr_open (%d): no process may have more open files", rl.Hard, n)
 		}
 		if t, ok := rlimitTypes[rl.Type]; ok && c.policy.Rootless != nil {
-			if own := ownHardLimit(t); rl.Hard > own {
+			if own := c.facts.HardLimit(t); rl.Hard > own {
 				c.reject(field+".hard", "", "%d is above maka's own hard limit of %s (%d): rootless maka cannot raise it", rl.Hard, rl.Type, own)
 			}
 		}
@@ -429,10 +388,10 @@ func readonlyOptions(opts []string) bool {
 // checkHostRules checks on the host what the policy's hook and cgroup
 // rules depend on (CheckHost's step, at create): each hook that runs on
 // the host (checkHostHooks) and the cgroup the sandbox is placed in
-// (checkHostCgroup).
-func checkHostRules(b *libmaka.Boundary, reject func(field, format string, args ...any)) {
-	checkHostHooks(b, reject)
-	checkHostCgroup(b, reject)
+// (checkHostCgroup). euid is maka's own (libmaka.HostFacts).
+func checkHostRules(host libmaka.Host, euid uint32, b *libmaka.Boundary, reject func(field, format string, args ...any)) {
+	checkHostHooks(host, euid, b, reject)
+	checkHostCgroup(host, b, reject)
 }
 
 // checkHostHooks: a listed hook runs by its name as host root, so the name
@@ -441,7 +400,7 @@ func checkHostRules(b *libmaka.Boundary, reject func(field, format string, args 
 // own user) and nobody else may write them (a sticky directory, /tmp, only
 // keeps what others own out: the entry below it must be root's), so no
 // other user can swap it between this check and its run.
-func checkHostHooks(b *libmaka.Boundary, reject func(field, format string, args ...any)) {
+func checkHostHooks(host libmaka.Host, euid uint32, b *libmaka.Boundary, reject func(field, format string, args ...any)) {
 	if b.Hooks == nil {
 		return
 	}
@@ -450,7 +409,7 @@ func checkHostHooks(b *libmaka.Boundary, reject func(field, format string, args 
 			continue // the sandbox's own path
 		}
 		for i, hk := range kind.hooks {
-			if err := trustedExecutable(hk.Path); err != nil {
+			if err := trustedExecutable(host, euid, hk.Path); err != nil {
 				reject(fmt.Sprintf("hooks.%s[%d].path", kind.name, i), "%s: %v", hk.Path, err)
 			}
 		}
@@ -458,36 +417,35 @@ func checkHostHooks(b *libmaka.Boundary, reject func(field, format string, args 
 }
 
 // trustedExecutable reports why path is not an executable only root (or
-// maka's own user) could have put there.
-func trustedExecutable(path string) error {
-	resolved, err := filepath.EvalSymlinks(path)
+// maka's own user, euid) could have put there.
+func trustedExecutable(host libmaka.Host, euid uint32, path string) error {
+	resolved, err := host.Resolve(path)
 	if err != nil {
 		return errors.New(describePathError(err))
 	}
-	own := uint32(os.Geteuid())
 	dir := "/"
 	for _, c := range strings.Split(strings.TrimPrefix(resolved, "/"), "/") {
-		var st syscall.Stat_t
-		if err := syscall.Stat(dir, &st); err != nil {
+		st, err := host.Stat(dir)
+		if err != nil {
 			return errors.New(describePathError(err))
 		}
-		if st.Uid != 0 && st.Uid != own {
-			return fmt.Errorf("the directory %s belongs to uid %d: only root's files may run as a hook", dir, st.Uid)
+		if st.UID != 0 && st.UID != euid {
+			return fmt.Errorf("the directory %s belongs to uid %d: only root's files may run as a hook", dir, st.UID)
 		}
 		if st.Mode&0o022 != 0 && st.Mode&syscall.S_ISVTX == 0 {
 			return fmt.Errorf("the directory %s is writable by others (mode %o): its entries could be swapped", dir, st.Mode&0o7777)
 		}
 		dir = filepath.Join(dir, c)
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(resolved, &st); err != nil {
+	st, err := host.Stat(resolved)
+	if err != nil {
 		return errors.New(describePathError(err))
 	}
 	switch {
 	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
 		return fmt.Errorf("%s is not a regular file", resolved)
-	case st.Uid != 0 && st.Uid != own:
-		return fmt.Errorf("%s belongs to uid %d: only root's files may run as a hook", resolved, st.Uid)
+	case st.UID != 0 && st.UID != euid:
+		return fmt.Errorf("%s belongs to uid %d: only root's files may run as a hook", resolved, st.UID)
 	case st.Mode&0o022 != 0:
 		return fmt.Errorf("%s is writable by others (mode %o)", resolved, st.Mode&0o7777)
 	case st.Mode&0o111 == 0:
@@ -496,16 +454,12 @@ func trustedExecutable(path string) error {
 	return nil
 }
 
-// cgroupRoot is where the cgroup v2 hierarchy is mounted (a test's
-// directory in unit tests).
-var cgroupRoot = "/sys/fs/cgroup"
-
 // checkHostCgroup: the sandbox's cgroup may not lie inside a cgroup that
 // holds processes (another sandbox, a pod's container, a service): its
 // limits would be spent by the newcomer, and its processes share the
 // newcomer's. Nor may it be one that already holds processes. Every
 // existing cgroup from the target up to the hierarchy's root is read.
-func checkHostCgroup(b *libmaka.Boundary, reject func(field, format string, args ...any)) {
+func checkHostCgroup(host libmaka.Host, b *libmaka.Boundary, reject func(field, format string, args ...any)) {
 	p := b.Cgroup.Path
 	// (A name holding ".." is a name: the shape check refuses ".."
 	// components, and Clean below only shortens the walk up.)
@@ -513,7 +467,7 @@ func checkHostCgroup(b *libmaka.Boundary, reject func(field, format string, args
 		return // maka's own (Place), or refused by its shape
 	}
 	for d := filepath.Clean(p); d != "/"; d = filepath.Dir(d) {
-		n, err := cgroupProcs(filepath.Join(cgroupRoot, d))
+		n, err := host.CgroupProcs(d)
 		if err != nil {
 			continue // not made yet (libcontainer makes it)
 		}
@@ -525,27 +479,9 @@ func checkHostCgroup(b *libmaka.Boundary, reject func(field, format string, args
 	}
 }
 
-// cgroupProcs counts the processes directly in the cgroup dir.
-func cgroupProcs(dir string) (int, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return 0, err
-	}
-	return len(strings.Fields(string(data))), nil
-}
-
 // Bounds of a time namespace's offsets (kernel/time/namespace.c): the
 // clock with its offset must stay within 0..KTIME_SEC_MAX/2 seconds.
 const ktimeSecMax = 9223372036 // KTIME_MAX / NSEC_PER_SEC
-
-// clockNow reads a clock the offsets apply to (a variable for the tests).
-var clockNow = func(id int32) int64 {
-	var ts unix.Timespec
-	if unix.ClockGettime(id, &ts) != nil {
-		return 0
-	}
-	return ts.Sec
-}
 
 // checkTimeOffsets holds linux.timeOffsets to what the kernel takes when
 // the init writes them into /proc/self/timens_offsets: a time namespace
@@ -568,12 +504,12 @@ func (c *checker) checkTimeOffsets(have map[specs.LinuxNamespaceType]int) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(offs)) {
 		off, field := offs[name], "linux.timeOffsets."+name
-		var id int32
+		var now int64 // the clock's seconds (libmaka.HostFacts)
 		switch name {
 		case "monotonic":
-			id = unix.CLOCK_MONOTONIC
+			now = c.facts.Monotonic
 		case "boottime":
-			id = unix.CLOCK_BOOTTIME
+			now = c.facts.Boottime
 		default:
 			c.reject(field, "", "%q is not a clock a time namespace offsets (monotonic, boottime)", name)
 			continue
@@ -581,7 +517,7 @@ func (c *checker) checkTimeOffsets(have map[specs.LinuxNamespaceType]int) {
 		if off.Nanosecs >= 1e9 {
 			c.reject(field+".nanosecs", "", "%d is not below 1000000000", off.Nanosecs)
 		}
-		if now := clockNow(id); off.Secs < -now || off.Secs > ktimeSecMax/2-now {
+		if off.Secs < -now || off.Secs > ktimeSecMax/2-now {
 			c.reject(field+".secs", "", "%d would take the %s clock (now %d s) outside 0..%d s, which the kernel refuses", off.Secs, name, now, int64(ktimeSecMax/2))
 		}
 	}

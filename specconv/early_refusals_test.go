@@ -14,9 +14,13 @@ import (
 // create and at exec, naming the field. Under rootless maka every hard
 // limit above maka's own fails the same way.
 func TestRlimitsTheKernelRefuses(t *testing.T) {
-	defer func(n func() uint64, h func(int) uint64) { nrOpen, ownHardLimit = n, h }(nrOpen, ownHardLimit)
-	nrOpen = func() uint64 { return 1048576 }
-	ownHardLimit = func(int) uint64 { return 4096 }
+	host := hostWith(func(f *libmaka.HostFacts) {
+		f.NrOpen = 1048576
+		f.HardLimits = map[int]uint64{}
+		for _, r := range rlimitTypes {
+			f.HardLimits[r] = 4096
+		}
+	})
 
 	for _, tc := range []struct {
 		policy string
@@ -39,10 +43,10 @@ func TestRlimitsTheKernelRefuses(t *testing.T) {
 		for _, which := range []string{"create", "exec"} {
 			var err error
 			if which == "create" {
-				_, err = ToBoundary(s, p)
+				_, err = ToBoundary(host, s, p)
 			} else {
 				ps := *s.Process
-				err = CheckExec(&ps, p, nil)
+				err = CheckExec(host, &ps, p, nil)
 			}
 			switch {
 			case tc.want == "" && err != nil && strings.Contains(err.Error(), "rlimits"):
@@ -67,7 +71,7 @@ func TestMountDataOptionNamesTheKind(t *testing.T) {
 	} {
 		s := sandboxSpec(t)
 		s.Mounts = append(s.Mounts, tc.m)
-		_, err := ToBoundary(s, policy(t, "baseline"))
+		_, err := ToBoundary(testHost, s, policy(t, "baseline"))
 		want := fmt.Sprintf(tc.want, len(s.Mounts)-1)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v\nwant %q", tc.m, err, want)
@@ -80,8 +84,7 @@ func TestMountDataOptionNamesTheKind(t *testing.T) {
 // when the init writes them (libcontainer fails there, after the cgroup
 // and namespaces exist) are refused at create, naming the field.
 func TestTimeNamespaceOffsets(t *testing.T) {
-	defer func(f func(int32) int64) { clockNow = f }(clockNow)
-	clockNow = func(int32) int64 { return 1000 }
+	host := hostWith(func(f *libmaka.HostFacts) { f.Monotonic, f.Boottime = 1000, 1000 })
 	const max = ktimeSecMax / 2
 	own := []specs.LinuxNamespace{{Type: specs.TimeNamespace}}
 	for _, tc := range []struct {
@@ -104,7 +107,7 @@ func TestTimeNamespaceOffsets(t *testing.T) {
 			s := sandboxSpec(t)
 			s.Linux.Namespaces = append(s.Linux.Namespaces, tc.ns...)
 			s.Linux.TimeOffsets = tc.offsets
-			b, err := ToBoundary(s, policy(t, profile))
+			b, err := ToBoundary(host, s, policy(t, profile))
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("%s, %s: refused: %v", tc.name, profile, err)

@@ -47,7 +47,7 @@ func TestEngineDefaultSpecsPassBaseline(t *testing.T) {
 	for _, name := range engineSpecs {
 		t.Run(name, func(t *testing.T) {
 			s := engineSpec(t, name)
-			b, err := ToBoundary(s, policy(t, libmaka.ProfileBaseline))
+			b, err := ToBoundary(testHost, s, policy(t, libmaka.ProfileBaseline))
 			if err != nil {
 				t.Fatalf("baseline refuses %s's default spec: %v", name, err)
 			}
@@ -92,7 +92,7 @@ func TestEngineDefaultSpecsAreRefusedByRestrictedItemByItem(t *testing.T) {
 	for _, name := range engineSpecs {
 		t.Run(name, func(t *testing.T) {
 			s := engineSpec(t, name)
-			_, err := ToBoundary(s, policy(t, libmaka.ProfileRestricted))
+			_, err := ToBoundary(testHost, s, policy(t, libmaka.ProfileRestricted))
 			items := rejectedItems(t, err)
 			fields := map[string]bool{}
 			for _, it := range items {
@@ -144,7 +144,7 @@ func TestEngineDefaultSpecsAreRefusedByRestrictedItemByItem(t *testing.T) {
 			for _, it := range items {
 				widen(t, p, it)
 			}
-			if _, err := ToBoundary(s, p); err != nil {
+			if _, err := ToBoundary(testHost, s, p); err != nil {
 				t.Errorf("restricted widened by its own suggestions still refuses: %v", err)
 			}
 		})

@@ -162,7 +162,7 @@ func TestRejectionHintsAreCompleteEdits(t *testing.T) {
 			}
 			s := sandboxSpec(t)
 			tc.edit(s)
-			_, v, err := Explain(s, before)
+			_, v, err := Explain(testHost, s, before)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +188,7 @@ func TestRejectionHintsAreCompleteEdits(t *testing.T) {
 			}
 			s = sandboxSpec(t)
 			tc.edit(s)
-			_, v, err = Explain(s, after)
+			_, v, err = Explain(testHost, s, after)
 			if err != nil {
 				t.Fatal(err)
 			}

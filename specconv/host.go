@@ -23,7 +23,9 @@ var nsFiles = map[string]string{
 // each namespace path against maka's own namespaces (the host's). The
 // Boundary keeps the resolved paths, so what was checked is what is
 // mounted. dir is what a relative root.path is relative to (the bundle).
-func CheckHost(b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []string) error {
+// What it reads of the host it asks host (libmaka.ThisHost at create).
+func CheckHost(host libmaka.Host, b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []string) error {
+	facts := host.Facts()
 	var items []Item
 	reject := func(field, format string, args ...any) {
 		items = append(items, Item{Field: field, Message: fmt.Sprintf(format, args...)})
@@ -32,9 +34,9 @@ func CheckHost(b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []
 	if !filepath.IsAbs(root) {
 		root = filepath.Join(dir, root)
 	}
-	if resolved, err := filepath.EvalSymlinks(root); err != nil {
+	if resolved, err := host.Resolve(root); err != nil {
 		reject("root.path", "%s: %v", root, describePathError(err))
-	} else if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
+	} else if st, err := host.Stat(resolved); err != nil || !st.IsDir() {
 		reject("root.path", "%s is not a directory", resolved)
 	} else {
 		b.Rootfs.Path = resolved
@@ -48,7 +50,7 @@ func CheckHost(b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []
 			continue
 		}
 		field := fmt.Sprintf("mounts[%d].source", i)
-		resolved, err := filepath.EvalSymlinks(m.Source)
+		resolved, err := host.Resolve(m.Source)
 		if err != nil {
 			reject(field, "%s: %v", m.Source, describePathError(err))
 			continue
@@ -68,8 +70,8 @@ func CheckHost(b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []
 		// A device the policy allows by name must be the host's node of
 		// that name: the name is what the policy's author read.
 		field := fmt.Sprintf("linux.devices[%d]", i)
-		var st syscall.Stat_t
-		if err := syscall.Stat(d.Path, &st); err != nil {
+		st, err := host.Stat(d.Path)
+		if err != nil {
 			reject(field, "%s: %v on the host", d.Path, describePathError(err))
 			continue
 		}
@@ -84,14 +86,14 @@ func CheckHost(b *libmaka.Boundary, policy *libmaka.Policy, dir string, never []
 			continue
 		}
 		field := fmt.Sprintf("linux.namespaces[%d].path", i)
-		if same, err := sameFile(n.Path, "/proc/self/ns/"+nsFiles[n.Type]); err != nil {
+		if same, err := sameFile(host, n.Path, "/proc/self/ns/"+nsFiles[n.Type]); err != nil {
 			reject(field, "%s: %v", n.Path, describePathError(err))
 		} else if same {
 			reject(field, "%s is the host's own %s namespace", n.Path, n.Type)
 		}
 	}
-	checkHostUsers(b, policy, reject)
-	checkHostRules(b, reject)
+	checkHostUsers(host, &facts, b, policy, reject)
+	checkHostRules(host, facts.EUID, b, reject)
 	summariseMounts(b) // with the resolved sources
 	if len(items) > 0 {
 		return &RejectedError{Verdict: Verdict{Profile: policy.Profile, Items: items}}
@@ -117,12 +119,13 @@ func isBelowDir(path, dir string) bool {
 	return len(path) > len(dir) && path[:len(dir)] == dir && path[len(dir)] == '/'
 }
 
-func sameFile(a, b string) (bool, error) {
-	var sa, sb syscall.Stat_t
-	if err := syscall.Stat(a, &sa); err != nil {
-		return false, &os.PathError{Op: "stat", Path: a, Err: err}
+func sameFile(host libmaka.Host, a, b string) (bool, error) {
+	sa, err := host.Stat(a)
+	if err != nil {
+		return false, err
 	}
-	if err := syscall.Stat(b, &sb); err != nil {
+	sb, err := host.Stat(b)
+	if err != nil {
 		return false, nil // maka has no such namespace to compare with
 	}
 	return sa.Dev == sb.Dev && sa.Ino == sb.Ino, nil

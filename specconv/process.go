@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -45,8 +46,9 @@ func InitRlimits(p *specs.Process) []configs.Rlimit {
 // NewProcess converts an OCI process into a libcontainer process. For the
 // container's init most settings come from the container config; for exec
 // the process's own capabilities, labels and no_new_privs take precedence.
-func NewProcess(p *specs.Process, init bool) (*libcontainer.Process, error) {
-	if errs := validateProcess("process", p); len(errs) > 0 {
+// host gives the soft stack limit the process inherits (execve's limits).
+func NewProcess(host libmaka.Host, p *specs.Process, init bool) (*libcontainer.Process, error) {
+	if errs := validateProcess("process", p, host.Facts().StackLimit); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid process: %s", strings.Join(errs, "; "))
 	}
 	lp := &libcontainer.Process{

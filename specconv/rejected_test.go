@@ -25,7 +25,7 @@ func TestRejectionGroupsCapabilities(t *testing.T) {
 	s.Process.Capabilities.Ambient = nil
 	s.Process.Capabilities.Inheritable = nil
 	s.Linux.Sysctl = map[string]string{"kernel.panic": "1"}
-	_, err := ToBoundary(s, policy(t, "restricted"))
+	_, err := ToBoundary(testHost, s, policy(t, "restricted"))
 	items := rejectedItems(t, err)
 	if want := 3*len(podmanCaps) + 1; len(items) != want {
 		t.Fatalf("%d items, want %d (one per field): %v", len(items), want, items)
@@ -70,7 +70,7 @@ func TestRejectionOfOneCapabilityNamesIt(t *testing.T) {
 	s.Process.Capabilities.Permitted = nil
 	s.Process.Capabilities.Ambient = nil
 	s.Process.Capabilities.Inheritable = nil
-	_, err := ToBoundary(s, policy(t, "baseline"))
+	_, err := ToBoundary(testHost, s, policy(t, "baseline"))
 	rejectedItems(t, err)
 	want := "BOUNDARY_REJECTED: 1 item refused by profile baseline: process.capabilities (CAP_SYS_ADMIN)\n" +
 		`  process.capabilities: CAP_SYS_ADMIN (bounding) is not allowed by profile baseline (policy: "capabilities": [..., "CAP_SYS_ADMIN"])`

@@ -38,7 +38,7 @@ func TestPodmanSeccompProfileOnlyNarrowsMakas(t *testing.T) {
 	if !seccompMayAllow(orig, "unshare", 0) || !seccompMayAllow(orig, "clone", unix.CLONE_NEWUSER) {
 		t.Fatal("the captured Podman profile was expected to allow unshare and clone(CLONE_NEWUSER)")
 	}
-	b, err := ToBoundary(s, policy(t, libmaka.ProfileBaseline))
+	b, err := ToBoundary(testHost, s, policy(t, libmaka.ProfileBaseline))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestTheMonitorNamesEveryWatchedSyscall(t *testing.T) {
 func TestAuditPolicyAddsTheOpenRulesAndLibcontainerListens(t *testing.T) {
 	p := policy(t, "restricted")
 	p.Audit = "files"
-	b, err := ToBoundary(sandboxSpec(t), p)
+	b, err := ToBoundary(testHost, sandboxSpec(t), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestAuditPolicyAddsTheOpenRulesAndLibcontainerListens(t *testing.T) {
 		t.Fatal("audit: files did not add the open rules")
 	}
 	convertable(t, b, "x")
-	out, err := ToLibcontainer(testLease(b), Options{ID: "x"})
+	out, err := ToLibcontainer(testHost, testLease(b), Options{ID: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,10 @@
 // Package specconv turns an OCI bundle's config.json into what libcontainer
-// runs. It is pure: it reads no host state beyond the bundle path it is given,
-// so it can be unit-tested without root.
+// runs. It is pure: it reads no host state beyond the bundle path it is given
+// (LoadSpec). What its rules compare with on the host (maka's own limits and
+// ids, the clocks, the host's accounts, paths resolved and stat'ed, a
+// cgroup's processes) is asked of the libmaka.Host its callers pass in
+// (libmaka.ThisHost, or a test's fake), so it can be unit-tested without
+// root.
 package specconv
 
 import (
@@ -8,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
 	"math"
 	"os"
@@ -107,12 +110,16 @@ func lineCol(data []byte, off int64) string {
 }
 
 // Validate checks what libcontainer would otherwise reject late or
-// obscurely; each error names the config.json field.
-func Validate(spec *specs.Spec) error {
+// obscurely; each error names the config.json field. host gives the soft
+// stack limit the init inherits (execve's limits).
+func Validate(host libmaka.Host, spec *specs.Spec) error {
+	return validate(spec, host.Facts().StackLimit)
+}
+
+// validate is Validate with maka's own soft stack limit.
+func validate(spec *specs.Spec, stack uint64) error {
 	var errs []string
-	add := func(field, format string, args ...any) {
-		errs = append(errs, field+": "+fmt.Sprintf(format, args...))
-	}
+	add := func(field, msg string) { errs = append(errs, field+": "+msg) }
 	if spec.Version == "" {
 		add("ociVersion", "must be set")
 	}
@@ -125,7 +132,7 @@ func Validate(spec *specs.Spec) error {
 	if p := spec.Process; p == nil {
 		add("process", "must be set")
 	} else {
-		errs = append(errs, validateProcess("process", p)...)
+		errs = append(errs, validateProcess("process", p, stack)...)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid config.json: %s", strings.Join(errs, "; "))
@@ -133,7 +140,9 @@ func Validate(spec *specs.Spec) error {
 	return nil
 }
 
-func validateProcess(field string, p *specs.Process) []string {
+// validateProcess: stack is maka's own soft stack limit, which p inherits
+// unless its rlimits set one.
+func validateProcess(field string, p *specs.Process, stack uint64) []string {
 	var errs []string
 	if len(p.Args) == 0 && p.CommandLine == "" {
 		errs = append(errs, field+".args: must not be empty")
@@ -156,7 +165,7 @@ func validateProcess(field string, p *specs.Process) []string {
 			errs = append(errs, fmt.Sprintf("%s.env[%d]: the variable %q contains a NUL byte", field, i, clip(name)))
 		}
 	}
-	errs = append(errs, execveLimits(field, p)...)
+	errs = append(errs, execveLimits(field, p, stack)...)
 	for i, rl := range p.Rlimits {
 		if _, ok := rlimitTypes[rl.Type]; !ok {
 			errs = append(errs, fmt.Sprintf("%s.rlimits[%d].type: unknown rlimit %q", field, i, rl.Type))
@@ -177,19 +186,10 @@ const (
 	minArgBytes  = 32 * 4096
 )
 
-// ownStackLimit is the soft stack limit the init inherits from maka when
-// process.rlimits sets none (a variable for the tests).
-var ownStackLimit = func() uint64 {
-	var r unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_STACK, &r) != nil {
-		return 8 << 20
-	}
-	return r.Cur
-}
-
-func execveLimits(field string, p *specs.Process) []string {
+// execveLimits: own is maka's own soft stack limit (libmaka.HostFacts).
+func execveLimits(field string, p *specs.Process, own uint64) []string {
 	var errs []string
-	stack, from := ownStackLimit(), "maka's own, which the process inherits"
+	stack, from := own, "maka's own, which the process inherits"
 	for _, rl := range p.Rlimits {
 		if rl.Type == "RLIMIT_STACK" {
 			stack, from = rl.Soft, "process.rlimits"
@@ -257,15 +257,17 @@ type Converted struct {
 // alone: the OCI document handed to runc's converter is made here, field
 // by field, from what the Boundary holds, so nothing config.json said
 // reaches the kernel unless it was checked into the Boundary. Paths are
-// absolute: the result does not depend on the working directory.
-func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
+// absolute: the result does not depend on the working directory. host
+// gives the soft stack limit the init inherits from this process (the
+// document is validated again: execve's limits).
+func ToLibcontainer(host libmaka.Host, b *libmaka.Boundary, opts Options) (*Converted, error) {
 	if b.Users.Source == libmaka.IDsFromPool && (len(b.UIDMappings) == 0 || len(b.GIDMappings) == 0) {
 		return nil, errors.New("the sandbox's user namespace has no ids yet: they are leased from the pool at create (libmaka.Op.LeaseIDs)")
 	}
 	if b.Rootfs.Scaffolded() && b.Rootfs.Scaffold == "" && !b.Rootfs.Overlay {
 		return nil, errors.New("the sandbox's root has no scaffold yet: it is built at create (libmaka.Op.BuildRoot)")
 	}
-	spec, err := specOf(b, opts.Staged)
+	spec, err := specOf(b, opts.Staged, host.Facts().StackLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -299,14 +301,17 @@ func ToLibcontainer(b *libmaka.Boundary, opts Options) (*Converted, error) {
 }
 
 // SpecOf is the OCI document a Boundary stands for: what runc's converter
-// reads. Only the Boundary's fields are read.
-func SpecOf(b *libmaka.Boundary) (*specs.Spec, error) { return specOf(b, nil) }
+// reads. Only the Boundary's fields are read; host gives the soft stack
+// limit it is validated with (execve's limits).
+func SpecOf(host libmaka.Host, b *libmaka.Boundary) (*specs.Spec, error) {
+	return specOf(b, nil, host.Facts().StackLimit)
+}
 
 // specOf is SpecOf with the staged paths (libmaka.Op.StageBoundary) in
 // place of the root, the bind sources and the namespace paths, when
 // staged is set: libcontainer never sees a host path by the name someone
-// else could swap.
-func specOf(b *libmaka.Boundary, staged *libmaka.Staged) (*specs.Spec, error) {
+// else could swap. stack is maka's own soft stack limit.
+func specOf(b *libmaka.Boundary, staged *libmaka.Staged, stack uint64) (*specs.Spec, error) {
 	if !filepath.IsAbs(b.Rootfs.Path) {
 		return nil, fmt.Errorf("root.path %q: the boundary's root must be an absolute path", b.Rootfs.Path)
 	}
@@ -365,7 +370,7 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged) (*specs.Spec, error) {
 		}
 		spec.Linux.Namespaces = append(spec.Linux.Namespaces, specs.LinuxNamespace{Type: specs.LinuxNamespaceType(n.Type), Path: path})
 	}
-	if err := Validate(spec); err != nil {
+	if err := validate(spec, stack); err != nil {
 		return nil, err
 	}
 	return spec, nil

@@ -105,7 +105,7 @@ func TestRelativeBindSourceToHostPathRefused(t *testing.T) {
 	if loaded.Mounts[i].Source != "/etc" {
 		t.Fatalf("source %q, want /etc", loaded.Mounts[i].Source)
 	}
-	_, err = ToBoundary(loaded, policy(t, "baseline"))
+	_, err = ToBoundary(testHost, loaded, policy(t, "baseline"))
 	field := fmt.Sprintf("mounts[%d].source", i)
 	if err == nil || !strings.Contains(err.Error(), field) || !strings.Contains(err.Error(), "/etc") {
 		t.Fatalf("err = %v, want a refusal naming %s and /etc", err, field)
@@ -120,7 +120,7 @@ func TestValidateNamesFields(t *testing.T) {
 	s.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_BOGUS"}}
 	// What libcontainer would refuse only inside the init, after the cgroup.
 	s.Process.Env = []string{"PATH=/bin", "NOEQUALS", "=x", "A=b\x00c", "EMPTY="}
-	err := Validate(s)
+	err := Validate(testHost, s)
 	if err == nil {
 		t.Fatal("want an error")
 	}
@@ -133,7 +133,7 @@ func TestValidateNamesFields(t *testing.T) {
 	if strings.Contains(err.Error(), "env[0]") || strings.Contains(err.Error(), "env[4]") {
 		t.Errorf("error %q names a well-formed entry", err)
 	}
-	if err := Validate(&specs.Spec{Version: "1.0.0"}); err == nil || !strings.Contains(err.Error(), "root.path") || !strings.Contains(err.Error(), "process: must be set") {
+	if err := Validate(testHost, &specs.Spec{Version: "1.0.0"}); err == nil || !strings.Contains(err.Error(), "root.path") || !strings.Contains(err.Error(), "process: must be set") {
 		t.Errorf("empty spec: err = %v", err)
 	}
 }
@@ -143,12 +143,10 @@ func TestValidateNamesFields(t *testing.T) {
 // start, and is refused before anything exists (issue 28: a 20 MB
 // process.args was created, then failed inside).
 func TestValidateRefusesWhatExecveCannotTake(t *testing.T) {
-	own := ownStackLimit
-	defer func() { ownStackLimit = own }()
-	ownStackLimit = func() uint64 { return 8 << 20 } // Linux's default: 2 MiB of arguments
+	host := hostWith(func(f *libmaka.HostFacts) { f.StackLimit = 8 << 20 }) // Linux's default: 2 MiB of arguments
 	s := exampleSpec(t)
 	s.Process.Args = []string{"/bin/echo", strings.Repeat("a", 20<<20)}
-	err := Validate(s)
+	err := Validate(host, s)
 	if err == nil || !strings.Contains(err.Error(), "process.args[1]") {
 		t.Errorf("a 20 MB argument: err = %v, want process.args[1] named", err)
 	}
@@ -158,7 +156,7 @@ func TestValidateRefusesWhatExecveCannotTake(t *testing.T) {
 		s.Process.Args = append(s.Process.Args, strings.Repeat("a", 120<<10))
 	}
 	s.Process.Env = append(s.Process.Env, strings.Repeat("B", 100)+"="+strings.Repeat("b", 200<<10))
-	err = Validate(s)
+	err = Validate(host, s)
 	if err == nil || !strings.Contains(err.Error(), "process.args: ") || !strings.Contains(err.Error(), "process.env[") {
 		t.Errorf("2.9 MiB of arguments and a 200 KiB variable: err = %v, want process.args and the env entry named", err)
 	} else if len(err.Error()) > 1024 {
@@ -167,7 +165,7 @@ func TestValidateRefusesWhatExecveCannotTake(t *testing.T) {
 	// The same under a 64 MiB stack limit set in process.rlimits: only the
 	// variable is too long.
 	s.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_STACK", Soft: 64 << 20, Hard: 64 << 20}}
-	err = Validate(s)
+	err = Validate(host, s)
 	if err == nil || strings.Contains(err.Error(), "process.args: ") || !strings.Contains(err.Error(), "process.env[") {
 		t.Errorf("under a 64 MiB stack: err = %v, want only the env entry named", err)
 	}
@@ -176,12 +174,12 @@ func TestValidateRefusesWhatExecveCannotTake(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		s.Process.Args = append(s.Process.Args, strings.Repeat("a", 127<<10))
 	}
-	if err := Validate(s); err != nil {
+	if err := Validate(host, s); err != nil {
 		t.Errorf("1 MiB of arguments: %v", err)
 	}
 	// A malformed entry is quoted short, never whole.
 	s.Process.Env = []string{strings.Repeat("x", 1<<20)}
-	if err := Validate(s); err == nil || len(err.Error()) > 1024 {
+	if err := Validate(host, s); err == nil || len(err.Error()) > 1024 {
 		t.Errorf("a 1 MiB malformed entry: %d bytes of error", len(fmt.Sprint(err)))
 	}
 }
@@ -197,12 +195,12 @@ func TestToLibcontainerMovesPoststart(t *testing.T) {
 	}
 	p := policy(t, "baseline")
 	p.HookPaths = []string{"/bin/true", "/bin/false"}
-	b, err := ToBoundary(s, p)
+	b, err := ToBoundary(testHost, s, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	convertable(t, b, "c1")
-	out, err := ToLibcontainer(testLease(b), Options{ID: "c1"})
+	out, err := ToLibcontainer(testHost, testLease(b), Options{ID: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,12 +247,12 @@ func TestToLibcontainerResources(t *testing.T) {
 		Pids:   &specs.LinuxPids{Limit: &pids},
 		CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
 	}
-	b, err := ToBoundary(s, policy(t, "baseline"))
+	b, err := ToBoundary(testHost, s, policy(t, "baseline"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	convertable(t, b, "c1")
-	out, err := ToLibcontainer(testLease(b), Options{ID: "c1"})
+	out, err := ToLibcontainer(testHost, testLease(b), Options{ID: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +280,7 @@ func TestToLibcontainerUnifiedByName(t *testing.T) {
 		Unified: map[string]string{"memory.min": "131072", "memory.low": "524288", "memory.high": "20971520",
 			"memory.max": "41943040", "pids.max": "99", "cpu.max": "10000 100000", "cpu.weight": "42", "cpuset.cpus": "0", "cpuset.mems": "0"},
 	}
-	b, err := ToBoundary(s, free)
+	b, err := ToBoundary(testHost, s, free)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +290,7 @@ func TestToLibcontainerUnifiedByName(t *testing.T) {
 		t.Errorf("contract: cgroup %+v limits %+v", cg, b.Limits)
 	}
 	convertable(t, b, "u1")
-	out, err := ToLibcontainer(testLease(b), Options{ID: "u1"})
+	out, err := ToLibcontainer(testHost, testLease(b), Options{ID: "u1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +321,7 @@ func TestUnifiedByNameRefusals(t *testing.T) {
 		if err := json.Unmarshal([]byte(unified), &s.Linux.Resources.Unified); err != nil {
 			t.Fatal(err)
 		}
-		_, err := ToBoundary(s, policy(t, "restricted"))
+		_, err := ToBoundary(testHost, s, policy(t, "restricted"))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want %q", unified, err, want)
 		}
@@ -340,7 +338,7 @@ func TestUnifiedByNameRefusals(t *testing.T) {
 		s := sandboxSpec(t)
 		period := uint64(100000)
 		s.Linux.Resources = &specs.LinuxResources{CPU: &specs.LinuxCPU{Quota: &c.quota, Period: &period, Burst: &c.burst}}
-		_, err := ToBoundary(s, policy(t, "restricted"))
+		_, err := ToBoundary(testHost, s, policy(t, "restricted"))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("quota %d burst %d: err %v, want %q", c.quota, c.burst, err, c.want)
 		}
@@ -349,7 +347,7 @@ func TestUnifiedByNameRefusals(t *testing.T) {
 	s := sandboxSpec(t)
 	quota, period, burst := int64(100000), uint64(100000), uint64(100000)
 	s.Linux.Resources = &specs.LinuxResources{CPU: &specs.LinuxCPU{Quota: &quota, Period: &period, Burst: &burst}}
-	if b, err := ToBoundary(s, policy(t, "restricted")); err != nil || *b.Cgroup.CPUBurst != burst {
+	if b, err := ToBoundary(testHost, s, policy(t, "restricted")); err != nil || *b.Cgroup.CPUBurst != burst {
 		t.Errorf("1 CPU with a burst of 1: %v", err)
 	}
 }
@@ -360,7 +358,7 @@ func TestNewProcess(t *testing.T) {
 		User:    specs.User{UID: 1000, GID: 100, AdditionalGids: []uint32{5, 6}},
 		Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 512}},
 	}
-	lp, err := NewProcess(p, true)
+	lp, err := NewProcess(testHost, p, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +368,7 @@ func TestNewProcess(t *testing.T) {
 	if len(lp.Rlimits) != 1 || lp.Rlimits[0].Type != 7 || lp.Rlimits[0].Soft != 512 {
 		t.Errorf("rlimits = %+v", lp.Rlimits)
 	}
-	if _, err := NewProcess(&specs.Process{Cwd: "/"}, false); err == nil || !strings.Contains(err.Error(), "process.args") {
+	if _, err := NewProcess(testHost, &specs.Process{Cwd: "/"}, false); err == nil || !strings.Contains(err.Error(), "process.args") {
 		t.Errorf("empty args: err = %v", err)
 	}
 }
@@ -414,14 +412,14 @@ func FuzzParseSpec(f *testing.F) {
 		if b, _ := json.Marshal(again); !bytes.Equal(a, b) {
 			t.Fatalf("round trip changed the spec:\n%s\n%s", a, b)
 		}
-		if err := Validate(spec); err != nil {
+		if err := Validate(testHost, spec); err != nil {
 			if !strings.Contains(err.Error(), ": ") {
 				t.Fatalf("validation error names no field: %v", err)
 			}
 			return
 		}
 		if spec.Process != nil {
-			_, _ = NewProcess(spec.Process, true)
+			_, _ = NewProcess(testHost, spec.Process, true)
 		}
 	})
 }
@@ -458,7 +456,7 @@ func TestInitRlimitsDeferred(t *testing.T) {
 		}
 		return out
 	}
-	lp, err := NewProcess(p, true)
+	lp, err := NewProcess(testHost, p, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +465,7 @@ func TestInitRlimitsDeferred(t *testing.T) {
 	}
 	// (libcontainer v1.5.3 takes rlimits from the process only: its
 	// config's Rlimits stay empty.)
-	if lp, _ = NewProcess(p, false); len(lp.Rlimits) != 3 {
+	if lp, _ = NewProcess(testHost, p, false); len(lp.Rlimits) != 3 {
 		t.Errorf("exec's rlimits = %v, want all three", lp.Rlimits)
 	}
 	got := InitRlimits(p)

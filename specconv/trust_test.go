@@ -49,7 +49,7 @@ func TestBaselineRefusesAnUnlistedHook(t *testing.T) {
 		case "poststop":
 			s.Hooks.Poststop = h
 		}
-		_, err := ToBoundary(s, policy(t, libmaka.ProfileBaseline))
+		_, err := ToBoundary(testHost, s, policy(t, libmaka.ProfileBaseline))
 		it := hasItem(t, err, "hooks."+kind+"[0].path")
 		if it == nil {
 			t.Fatalf("baseline runs the %s hook /usr/bin/touch as host root: %v", kind, err)
@@ -87,7 +87,7 @@ func TestBaselineRefusesOtherContainersFiles(t *testing.T) {
 		"/var/lib/containers/storage/overlay/abc/merged",
 		"/run/containers/storage/overlay-containers",
 	} {
-		_, err := ToBoundary(ownPodSpec(t, src), policy(t, libmaka.ProfileBaseline))
+		_, err := ToBoundary(testHost, ownPodSpec(t, src), policy(t, libmaka.ProfileBaseline))
 		if hasItem(t, err, "mounts[7].source") == nil {
 			t.Errorf("baseline binds %s read-write into pod mine: %v", src, err)
 		}
@@ -101,7 +101,7 @@ func TestBaselineBindsItsOwnPodsFiles(t *testing.T) {
 		"/run/containerd/io.containerd.grpc.v1.cri/sandboxes/sbmine/shm",
 		"/var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/sbmine/resolv.conf",
 	} {
-		if _, err := ToBoundary(ownPodSpec(t, src), policy(t, libmaka.ProfileBaseline)); err != nil {
+		if _, err := ToBoundary(testHost, ownPodSpec(t, src), policy(t, libmaka.ProfileBaseline)); err != nil {
 			t.Errorf("baseline refuses pod mine's own %s: %v", src, err)
 		}
 	}
@@ -113,7 +113,7 @@ func TestConsoleIsNotAStandardDevice(t *testing.T) {
 		s.Root.Readonly = true
 		s.Process.Capabilities = nil
 		s.Linux.Devices = []specs.LinuxDevice{{Path: "/dev/console", Type: "c", Major: 5, Minor: 1}}
-		_, err := ToBoundary(s, policy(t, profile))
+		_, err := ToBoundary(testHost, s, policy(t, profile))
 		if hasItem(t, err, "linux.devices[0]") == nil {
 			t.Errorf("%s: the host's console c 5:1 is made in the sandbox: %v", profile, err)
 		}
@@ -127,7 +127,7 @@ func TestConsoleIsNotAStandardDevice(t *testing.T) {
 		s.Linux.Resources = &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{
 			{Allow: false, Access: "rwm"}, console,
 		}}
-		b, err := ToBoundary(s, policy(t, profile))
+		b, err := ToBoundary(testHost, s, policy(t, profile))
 		if err != nil {
 			t.Fatalf("%s: containerd's console rule refuses the container: %v", profile, err)
 		}
@@ -141,7 +141,7 @@ func TestConsoleIsNotAStandardDevice(t *testing.T) {
 		}
 		// A rule for every minor of major 5 still names the console.
 		s.Linux.Resources.Devices[1].Minor = nil
-		_, err = ToBoundary(s, policy(t, profile))
+		_, err = ToBoundary(testHost, s, policy(t, profile))
 		if hasItem(t, err, "linux.resources.devices[1]") == nil {
 			t.Errorf("%s: a c 5:* rwm rule is allowed: %v", profile, err)
 		}
@@ -155,13 +155,13 @@ func TestNoImplicitDeviceRules(t *testing.T) {
 		s := exampleSpec(t)
 		s.Process.Capabilities = nil
 		s.Root.Readonly = true
-		b, err := ToBoundary(s, policy(t, profile))
+		b, err := ToBoundary(testHost, s, policy(t, profile))
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.Rootfs.Path = t.TempDir()
 		b.Cgroup.Path = libmaka.OwnCgroupParent + "/dev"
-		out, err := ToLibcontainer(testLease(b), Options{ID: "dev"})
+		out, err := ToLibcontainer(testHost, testLease(b), Options{ID: "dev"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,14 +197,14 @@ func TestHookPathsAllowExactlyTheListedHooks(t *testing.T) {
 	}
 	p := policy(t, libmaka.ProfileBaseline)
 	p.HookPaths = []string{"/usr/libexec/oci/hooks.d/ok"}
-	_, err := ToBoundary(s, p)
+	_, err := ToBoundary(testHost, s, p)
 	items := rejectedItems(t, err)
 	if len(items) != 1 || items[0].Field != "hooks.createRuntime[1].path" {
 		t.Fatalf("want only the unlisted hook refused, got %v", items)
 	}
 	// hooks: false refuses even a listed one, and names both lines.
 	p.Hooks = false
-	_, err = ToBoundary(s, p)
+	_, err = ToBoundary(testHost, s, p)
 	if it := hasItem(t, err, "hooks.createRuntime[0].path"); it == nil || !strings.Contains(it.Allow, `"hooks": true`) {
 		t.Fatalf("hooks: false, listed hook: %v", err)
 	}
@@ -221,7 +221,7 @@ func TestPlaceTiesContainerFilesToTheID(t *testing.T) {
 		id string
 		ok bool
 	}{{own, true}, {"victim0123", false}} {
-		b, err := ToBoundary(s, p)
+		b, err := ToBoundary(testHost, s, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,21 +272,12 @@ func TestPolicyPlaceholdersAndHookPathsAreChecked(t *testing.T) {
 }
 
 func TestCgroupNeverInsideABusyCgroup(t *testing.T) {
-	root := t.TempDir()
-	defer func(r string) { cgroupRoot = r }(cgroupRoot)
-	cgroupRoot = root
-	mk := func(dir, procs string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, dir, "cgroup.procs"), []byte(procs), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mk("kubepods", "")
-	mk("kubepods/podvictim", "")
-	mk("kubepods/podvictim/ctr", "4242\n4243\n")
+	// The cgroups that exist, with the processes directly in each.
+	host := fakeHost{Host: testHost, facts: testHost.Facts(), cgroups: map[string]int{
+		"/kubepods":               0,
+		"/kubepods/podvictim":     0,
+		"/kubepods/podvictim/ctr": 2,
+	}}
 	for path, refused := range map[string]bool{
 		"/kubepods/podvictim/ctr/evil": true,  // inside a running container's cgroup
 		"/kubepods/podvictim/ctr/x..y": true,  // the same, a name holding ".." (a spelling, not a parent)
@@ -296,7 +287,7 @@ func TestCgroupNeverInsideABusyCgroup(t *testing.T) {
 	} {
 		var got []string
 		b := &libmaka.Boundary{Cgroup: libmaka.Cgroup{Path: path}}
-		checkHostCgroup(b, func(field, format string, args ...any) { got = append(got, field+": "+fmt.Sprintf(format, args...)) })
+		checkHostCgroup(host, b, func(field, format string, args ...any) { got = append(got, field+": "+fmt.Sprintf(format, args...)) })
 		if refused != (len(got) > 0) {
 			t.Errorf("%s: refused %v (%v), want %v", path, len(got) > 0, got, refused)
 		}
@@ -314,7 +305,7 @@ func TestHookExecutableMustBeUnswappable(t *testing.T) {
 	if err := os.WriteFile(good, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := trustedExecutable(good); err != nil {
+	if err := trustedExecutable(testHost, testHost.Facts().EUID, good); err != nil {
 		t.Errorf("%s: %v", good, err)
 	}
 	open := filepath.Join(dir, "open")
@@ -339,7 +330,7 @@ func TestHookExecutableMustBeUnswappable(t *testing.T) {
 		link:                "writable by others", // checked where it leads
 		"/nonexistent/hook": "does not exist",
 	} {
-		if err := trustedExecutable(path); err == nil || !strings.Contains(err.Error(), want) {
+		if err := trustedExecutable(testHost, testHost.Facts().EUID, path); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", path, err, want)
 		}
 	}

@@ -47,7 +47,7 @@ func TestUpdateRefusesWhatCreateRefuses(t *testing.T) {
 		`{"profile": "baseline", "maxLimits": {"memory": 0, "swap": -1, "pids": 0, "cpus": 0}}`} {
 		p := mustPolicy(t, doc)
 		for _, rdoc := range sameVerdictDocs {
-			_, v, err := Explain(limitSpec(t, resourcesDoc(t, rdoc)), p)
+			_, v, err := Explain(testHost, limitSpec(t, resourcesDoc(t, rdoc)), p)
 			if err != nil {
 				t.Fatal(err)
 			}

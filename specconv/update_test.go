@@ -272,7 +272,7 @@ func TestContractAfterUpdate(t *testing.T) {
 		t.Errorf("limits %+v", nb.Limits)
 	}
 	// What a relaunch would write: specconv builds it from the boundary.
-	spec, err := SpecOf(nb)
+	spec, err := SpecOf(testHost, nb)
 	if err != nil {
 		t.Fatal(err)
 	}

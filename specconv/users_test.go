@@ -14,7 +14,7 @@ import (
 
 func TestRestrictedGetsAUserNamespaceFromThePool(t *testing.T) {
 	s := sandboxSpec(t)
-	b, err := ToBoundary(s, policy(t, libmaka.ProfileRestricted))
+	b, err := ToBoundary(testHost, s, policy(t, libmaka.ProfileRestricted))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,10 +28,10 @@ func TestRestrictedGetsAUserNamespaceFromThePool(t *testing.T) {
 	if err := Place(b, policy(t, libmaka.ProfileRestricted), "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ToLibcontainer(b, Options{ID: "x"}); err == nil {
+	if _, err := ToLibcontainer(testHost, b, Options{ID: "x"}); err == nil {
 		t.Fatal("converted a pool boundary whose ids were never leased")
 	}
-	out, err := ToLibcontainer(testLease(b), Options{ID: "x"})
+	out, err := ToLibcontainer(testHost, testLease(b), Options{ID: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestRestrictedGetsAUserNamespaceFromThePool(t *testing.T) {
 }
 
 func TestBaselineUserNamespaceOnlyWhenAsked(t *testing.T) {
-	b, err := ToBoundary(sandboxSpec(t), policy(t, libmaka.ProfileBaseline))
+	b, err := ToBoundary(testHost, sandboxSpec(t), policy(t, libmaka.ProfileBaseline))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestBaselineUserNamespaceOnlyWhenAsked(t *testing.T) {
 	}
 	s := sandboxSpec(t)
 	s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
-	if b, err = ToBoundary(s, policy(t, libmaka.ProfileBaseline)); err != nil {
+	if b, err = ToBoundary(testHost, s, policy(t, libmaka.ProfileBaseline)); err != nil {
 		t.Fatal(err)
 	}
 	if b.Users.Source != libmaka.IDsFromPool {
@@ -88,7 +88,7 @@ func TestConfigMappingsCheckedAgainstPoolAndPolicy(t *testing.T) {
 			}
 			s.Linux.UIDMappings, s.Linux.GIDMappings = tc.uids, tc.gids
 			s.Process.User.UID = tc.uid
-			b, err := ToBoundary(s, policy(t, tc.profile))
+			b, err := ToBoundary(testHost, s, policy(t, tc.profile))
 			if tc.field == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -112,7 +112,7 @@ func TestPoolProcessUserMustBeMapped(t *testing.T) {
 	s := sandboxSpec(t)
 	s.Process.User = specs.User{UID: 65536, GID: 0, AdditionalGids: []uint32{70000}}
 	var fields []string
-	for _, it := range rejectedItems(t, func() error { _, err := ToBoundary(s, policy(t, "restricted")); return err }()) {
+	for _, it := range rejectedItems(t, func() error { _, err := ToBoundary(testHost, s, policy(t, "restricted")); return err }()) {
 		fields = append(fields, it.Field)
 	}
 	if strings.Join(fields, " ") != "process.user.uid process.user.additionalGids[0]" {
@@ -122,50 +122,44 @@ func TestPoolProcessUserMustBeMapped(t *testing.T) {
 
 func TestExecUserHeldToTheMapping(t *testing.T) {
 	pol := policy(t, "restricted")
-	b, err := ToBoundary(sandboxSpec(t), pol)
+	b, err := ToBoundary(testHost, sandboxSpec(t), pol)
 	if err != nil {
 		t.Fatal(err)
 	}
 	testLease(b)
 	p := &specs.Process{Args: []string{"id"}, Cwd: "/", User: specs.User{UID: 65536}}
-	if err := CheckExec(p, pol, b); err == nil || !strings.Contains(err.Error(), "process.user.uid") {
+	if err := CheckExec(testHost, p, pol, b); err == nil || !strings.Contains(err.Error(), "process.user.uid") {
 		t.Fatalf("exec as an unmapped uid: %v", err)
 	}
 	p.User.UID = 1000
-	if err := CheckExec(p, pol, b); err != nil {
+	if err := CheckExec(testHost, p, pol, b); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestHostAccountsAndSubuidRangesKeptOutOfThePool(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := dir + "/" + name
-		if err := writeFile(p, content); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	old := []string{passwdFile, groupFile, subuidFile, subgidFile}
-	t.Cleanup(func() { passwdFile, groupFile, subuidFile, subgidFile = old[0], old[1], old[2], old[3] })
-	passwdFile = write("passwd", "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\n")
-	groupFile = write("group", "root:x:0:\n")
-	subuidFile = write("subuid", "alice:100000:65536\n")
-	subgidFile = write("subgid", "")
+	// The host's accounts (/etc/passwd, /etc/group) and subordinate
+	// ranges (/etc/subuid; /etc/subgid is empty): libmaka reads them.
+	host := hostWith(func(f *libmaka.HostFacts) {
+		f.UIDs = []libmaka.HostIDUse{{File: "/etc/passwd", Name: "root", Start: 0, Size: 1}, {File: "/etc/passwd", Name: "alice", Start: 1000, Size: 1}}
+		f.GIDs = []libmaka.HostIDUse{{File: "/etc/group", Name: "root", Start: 0, Size: 1}}
+		f.SubUIDs = []libmaka.HostIDUse{{File: "/etc/subuid", Name: "alice", Start: 100000, Size: 65536}}
+		f.SubGIDs = nil
+	})
 	root := searchableDir(t)
 	pol := policy(t, "restricted")
-	b, err := ToBoundary(sandboxSpec(t), pol)
+	b, err := ToBoundary(host, sandboxSpec(t), pol)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.Rootfs.Path = root
-	if err := CheckHost(b, pol, root, nil); err != nil {
+	if err := CheckHost(host, b, pol, root, nil); err != nil {
 		t.Fatalf("the default pool meets no account: %v", err)
 	}
 	// A pool over alice's subordinate range is the policy's mistake.
 	pol.IDPool = libmaka.IDPool{Start: 65536, Size: 65536, Count: 4}
 	b.Users.Pool = &pol.IDPool
-	err = CheckHost(b, pol, root, nil)
+	err = CheckHost(host, b, pol, root, nil)
 	if err == nil || !strings.Contains(err.Error(), "policy idPool") || !strings.Contains(err.Error(), "alice") {
 		t.Fatalf("a pool over alice's /etc/subuid range: %v", err)
 	}
@@ -176,11 +170,11 @@ func TestHostAccountsAndSubuidRangesKeptOutOfThePool(t *testing.T) {
 	s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
 	s.Linux.UIDMappings = []specs.LinuxIDMapping{{HostID: 1, Size: 65536}}
 	s.Linux.GIDMappings = []specs.LinuxIDMapping{{HostID: 200000, Size: 65536}}
-	if b, err = ToBoundary(s, pol); err != nil {
+	if b, err = ToBoundary(host, s, pol); err != nil {
 		t.Fatal(err)
 	}
 	b.Rootfs.Path = root
-	err = CheckHost(b, pol, root, nil)
+	err = CheckHost(host, b, pol, root, nil)
 	if err == nil || !strings.Contains(err.Error(), "linux.uidMappings[0]") || strings.Contains(err.Error(), "gidMappings") {
 		t.Fatalf("a mapping over alice's uid: %v", err)
 	}
@@ -196,18 +190,17 @@ func TestRootNotSearchableBySandboxRootIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol := policy(t, "restricted")
-	b, err := ToBoundary(sandboxSpec(t), pol)
+	b, err := ToBoundary(testHost, sandboxSpec(t), pol)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.Rootfs.Path = root
-	err = CheckHost(b, pol, dir, nil)
+	err = CheckHost(testHost, b, pol, dir, nil)
 	if err == nil || !strings.Contains(err.Error(), "root.path") || !strings.Contains(err.Error(), "chmod o+x "+dir) {
 		t.Fatalf("a root below a 0700 directory: %v", err)
 	}
 }
 
-func writeFile(p, content string) error { return os.WriteFile(p, []byte(content), 0o644) }
 func mkdirMode(p string, m os.FileMode) error {
 	if err := os.Mkdir(p, m); err != nil {
 		return err
@@ -243,11 +236,11 @@ func TestWritableBindNeedsIdmapInAUserNamespace(t *testing.T) {
 		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
 		s.Root.Path = src
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/mnt", Type: "bind", Source: src, Options: tc.opts})
-		b, err := ToBoundary(s, pol)
+		b, err := ToBoundary(testHost, s, pol)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = CheckHost(b, pol, src, nil)
+		err = CheckHost(testHost, b, pol, src, nil)
 		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), fmt.Sprintf("mounts[%d].options: %s belongs to host uid", len(s.Mounts)-1, src))) {
 			t.Errorf("options %v: %v", tc.opts, err)
 		}
@@ -255,7 +248,7 @@ func TestWritableBindNeedsIdmapInAUserNamespace(t *testing.T) {
 	// Without a user namespace, idmap has no mapping to go through.
 	s := sandboxSpec(t)
 	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/mnt", Type: "bind", Source: src, Options: []string{"rbind", "ro", "idmap"}})
-	if _, err := ToBoundary(s, pol); err == nil || !strings.Contains(err.Error(), `"idmap" needs a user namespace`) {
+	if _, err := ToBoundary(testHost, s, pol); err == nil || !strings.Contains(err.Error(), `"idmap" needs a user namespace`) {
 		t.Fatalf("idmap without a user namespace: %v", err)
 	}
 }
@@ -266,7 +259,7 @@ func TestWritableBindNeedsIdmapInAUserNamespace(t *testing.T) {
 func TestRootlessOwnIDs(t *testing.T) {
 	pol := policy(t, "restricted").ForRootless(&libmaka.Rootless{UID: 1000, GID: 1001, CgroupParent: "/u"})
 	s := sandboxSpec(t)
-	b, err := ToBoundary(s, pol)
+	b, err := ToBoundary(testHost, s, pol)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,18 +275,18 @@ func TestRootlessOwnIDs(t *testing.T) {
 		t.Fatalf("cgroup %s, %v", b.Cgroup.Path, err)
 	}
 	s.Process.User.UID = 1
-	if _, err := ToBoundary(s, pol); err == nil || !strings.Contains(err.Error(), "process.user.uid: 1 is not mapped") {
+	if _, err := ToBoundary(testHost, s, pol); err == nil || !strings.Contains(err.Error(), "process.user.uid: 1 is not mapped") {
 		t.Fatalf("uid 1 with the user's own ids alone: %v", err)
 	}
 	s = sandboxSpec(t)
 	s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
 	s.Linux.UIDMappings = []specs.LinuxIDMapping{{HostID: 1000, Size: 1}}
 	s.Linux.GIDMappings = []specs.LinuxIDMapping{{HostID: 1001, Size: 1}}
-	if b, err := ToBoundary(s, pol); err != nil || b.Users.Source != libmaka.IDsOwn {
+	if b, err := ToBoundary(testHost, s, pol); err != nil || b.Users.Source != libmaka.IDsOwn {
 		t.Fatalf("spec --rootless's mapping: %v", err)
 	}
 	s.Linux.UIDMappings = []specs.LinuxIDMapping{{HostID: 100000, Size: 65536}}
-	if _, err := ToBoundary(s, pol); err == nil || !strings.Contains(err.Error(), "linux.uidMappings[0].hostID") {
+	if _, err := ToBoundary(testHost, s, pol); err == nil || !strings.Contains(err.Error(), "linux.uidMappings[0].hostID") {
 		t.Fatalf("another mapping under rootless: %v", err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // behind. never are maka's own state directories (NeverPaths), which no
 // sandbox may see; checks are the host's (libmaka.CheckHostSupport).
 func Compile(spec *specs.Spec, policy *libmaka.Policy, id, dir string, never []string, checks []libmaka.HostCheck) (*libmaka.Boundary, *libmaka.Policy, error) {
-	b, err := specconv.ToBoundary(spec, policy)
+	b, err := specconv.ToBoundary(libmaka.ThisHost(), spec, policy)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -27,7 +27,7 @@ func Compile(spec *specs.Spec, policy *libmaka.Policy, id, dir string, never []s
 	if policy, err = specconv.EffectivePolicy(spec, policy); err != nil {
 		return nil, nil, err
 	}
-	if err := specconv.CheckHost(b, policy, dir, never); err != nil {
+	if err := specconv.CheckHost(libmaka.ThisHost(), b, policy, dir, never); err != nil {
 		return nil, nil, err
 	}
 	if err := specconv.Place(b, policy, id); err != nil {
@@ -158,7 +158,7 @@ func Recompile(b *libmaka.Boundary, was, policy *libmaka.Policy, id, dir string,
 		c.Process.HomeAdded = false
 	}
 	own := was != nil && c.Cgroup.Path == was.OwnParent()+"/"+id
-	spec, err := specconv.SpecOf(c)
+	spec, err := specconv.SpecOf(libmaka.ThisHost(), c)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -158,7 +158,7 @@ func (s *Sandbox) commandSpec(cmd Command) (*specs.Process, int64, time.Duration
 			return nil, 0, 0, fmt.Errorf("command env %q: want NAME=value", kv)
 		}
 	}
-	if err := specconv.CheckExec(&ps, rec.Policy, rec.Boundary); err != nil {
+	if err := specconv.CheckExec(libmaka.ThisHost(), &ps, rec.Policy, rec.Boundary); err != nil {
 		return nil, 0, 0, err
 	}
 	return &ps, limit, timeout, nil
@@ -203,7 +203,7 @@ func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 	}
 	// Whatever happens below, nothing the command started outlives it.
 	defer killCgroup(subDir)
-	p, err := specconv.NewProcess(ps, false)
+	p, err := specconv.NewProcess(libmaka.ThisHost(), ps, false)
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ type Launched struct {
 // InitProcess is the init's process of boundary b, as libcontainer starts
 // it; the caller sets its stdio.
 func InitProcess(b *libmaka.Boundary) (*libcontainer.Process, error) {
-	p, err := specconv.NewProcess(specconv.ProcessOf(b), true)
+	p, err := specconv.NewProcess(libmaka.ThisHost(), specconv.ProcessOf(b), true)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +282,7 @@ func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specc
 	libmaka.CrashPoint(op.Command + ":root-built")
 	phase.Mark("root build")
 	opts.Staged = staged
-	conv, err := specconv.ToLibcontainer(b, opts)
+	conv, err := specconv.ToLibcontainer(libmaka.ThisHost(), b, opts)
 	phase.Mark("convert")
 	return conv, err
 }
