@@ -42,18 +42,18 @@ const (
 // Refusal is one request the proxy refused; every refusal reaches the
 // Recorder, so that the monitor can record it as a violation.
 type Refusal struct {
-	Time time.Time
+	Time time.Time `json:"time"`
 	// Host and Port as the client asked (a name, or an address's text);
 	// Host is chosen by the sandbox: escape it before printing (String
 	// does). Empty and 0 when the request did not get that far.
-	Host string
-	Port int
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
 	// Addr is the resolved address refused (private-address), or the
 	// address asked for (raw-ip); invalid otherwise.
-	Addr   netip.Addr
-	Reason string
-	Detail string
-	Proto  string
+	Addr   netip.Addr `json:"addr,omitzero"`
+	Reason string     `json:"reason"`
+	Detail string     `json:"detail,omitempty"`
+	Proto  string     `json:"proto"`
 }
 
 // String is the refusal in one line for people, what the sandbox chose
@@ -199,6 +199,6 @@ func (c *Counters) Snapshot() Snapshot {
 // nopRecorder is the Recorder of a Proxy configured without one.
 type nopRecorder struct{}
 
-func (nopRecorder) Refused(Refusal)              {}
-func (nopRecorder) Opened(string)                {}
+func (nopRecorder) Refused(Refusal)             {}
+func (nopRecorder) Opened(string)               {}
 func (nopRecorder) Closed(string, int64, int64) {}
