@@ -212,7 +212,8 @@ bench: build fixtures
 FUZZ_TARGETS = ./specconv:FuzzToBoundary ./specconv:FuzzParseSpec ./specconv:FuzzParsePolicy \
 	./specconv:FuzzNarrowSeccomp ./specconv:FuzzParseSize ./libmaka:FuzzParseRecord \
 	./libmaka:FuzzParseSignal ./libmaka:FuzzValidID ./libmaka:FuzzPlainName .:FuzzParseUser .:FuzzParseProcess \
-	./specconv:FuzzParseResources ./libmaka/monitor:FuzzReadRecords ./internal/printable:FuzzString
+	./specconv:FuzzParseResources ./libmaka/monitor:FuzzReadRecords ./internal/printable:FuzzString \
+	./libmaka/egress:FuzzParseEntry ./libmaka/egress:FuzzRequest ./libmaka/egress:FuzzClientHello
 FUZZ_SLOW = FuzzNarrowSeccomp
 FUZZTIME ?= 2m
 FUZZTIME_SLOW ?= $(FUZZTIME)
