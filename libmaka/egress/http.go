@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -124,7 +123,7 @@ func (s *session) connect(req *http.Request) {
 	}
 	const established = "HTTP/1.1 200 Connection established\r\n\r\n"
 	if tlsGated(t) {
-		if _, err := io.WriteString(s.client, established); err != nil {
+		if err := s.writeClient([]byte(established)); err != nil {
 			return
 		}
 		raw, r := s.readHello(t)
@@ -154,7 +153,7 @@ func (s *session) connect(req *http.Request) {
 		}
 		return
 	}
-	if _, err := io.WriteString(s.client, established); err != nil {
+	if err := s.writeClient([]byte(established)); err != nil {
 		return
 	}
 	s.tunnel(up)

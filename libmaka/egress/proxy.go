@@ -341,8 +341,12 @@ func (s *session) setUpstream(c net.Conn) bool {
 // maxRecordedHost bounds what a refusal keeps of the host asked for.
 const maxRecordedHost = 255
 
-// record hands r to the Recorder, completed.
+// record hands r to the Recorder, completed. Once the Proxy is closed, a
+// closed session records nothing more (its failures are the shutdown's).
 func (s *session) record(r Refusal) {
+	if s.p.ctx.Err() != nil && s.isClosed() {
+		return
+	}
 	r.Time = time.Now()
 	if r.Proto == "" {
 		r.Proto = s.proto
@@ -393,13 +397,20 @@ func (s *session) serve() {
 // its ClientHello is refused after the tunnel was granted.
 var tlsAlert = []byte{21, 3, 3, 0, 2, 2, 49}
 
+// writeClient writes a reply of the request phase, within RequestTimeout
+// (resolving and connecting may have used the phase's deadline).
+func (s *session) writeClient(b []byte) error {
+	s.client.SetWriteDeadline(time.Now().Add(s.p.cfg.RequestTimeout))
+	_, err := s.client.Write(b)
+	return err
+}
+
 // replyAndClose writes b, then closes so that the client reads it: it
 // half-closes, reads (and drops) what the client still sends for a moment,
 // then closes. A close with unread bytes would reset the connection, and
 // the client could lose the reply.
 func (s *session) replyAndClose(b []byte) {
-	s.client.SetWriteDeadline(time.Now().Add(s.p.cfg.RequestTimeout))
-	if _, err := s.client.Write(b); err != nil {
+	if s.writeClient(b) != nil {
 		return
 	}
 	if cw, ok := s.client.(interface{ CloseWrite() error }); ok {
@@ -430,7 +441,7 @@ func (s *session) check(t target) ([]netip.AddrPort, *Refusal) {
 	defer cancel()
 	addrs, err := s.p.cfg.Resolver.LookupNetIP(ctx, "ip", t.name)
 	if err != nil {
-		return nil, &Refusal{Host: t.host, Port: t.port, Reason: ReasonResolveFailed, Detail: err.Error()}
+		return nil, &Refusal{Host: t.host, Port: t.port, Reason: ReasonResolveFailed, Detail: cause(err)}
 	}
 	var pass []netip.AddrPort
 	var refused netip.Addr
@@ -486,7 +497,26 @@ func (s *session) dial(t target, addrs []netip.AddrPort) (net.Conn, *Refusal) {
 	if s.isClosed() {
 		return nil, nil
 	}
-	return nil, &Refusal{Host: t.host, Port: t.port, Addr: addrs[len(addrs)-1].Addr(), Reason: ReasonDialFailed, Detail: last.Error()}
+	return nil, &Refusal{Host: t.host, Port: t.port, Addr: addrs[len(addrs)-1].Addr(), Reason: ReasonDialFailed, Detail: cause(last)}
+}
+
+// cause says why a lookup or a dial failed in a few words: the sandbox
+// reads it, and the error itself may name the host's own resolver.
+func cause(err error) string {
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return "no such host"
+	case isTimeout(err), errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return "unreachable"
+	case errors.As(err, &dns):
+		return "lookup failed"
+	}
+	return "failed"
 }
 
 // readHello reads the client's TLS ClientHello (bounded in size and time)

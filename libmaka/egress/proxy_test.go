@@ -370,6 +370,9 @@ func TestConnectRefused(t *testing.T) {
 			if status != tc.status || !strings.Contains(body, tc.reason) {
 				t.Fatalf("status %d %q, want %d saying %s", status, body, tc.status, tc.reason)
 			}
+			if strings.Contains(body, "lookup") || strings.Contains(body, ":53") {
+				t.Errorf("the body %q tells the sandbox of the host's resolver", body)
+			}
 			expectClosed(t, br, 2*time.Second)
 			r := e.refusal(tc.reason)
 			if r.Proto != ProtoConnect {

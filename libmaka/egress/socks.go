@@ -83,7 +83,7 @@ func (s *session) socks() {
 		s.replyAndClose([]byte{socksVersion, socksNoMethod})
 		return
 	}
-	if _, err := s.client.Write([]byte{socksVersion, socksNoAuth}); err != nil {
+	if err := s.writeClient([]byte{socksVersion, socksNoAuth}); err != nil {
 		return
 	}
 	var req [4]byte // VER CMD RSV ATYP
@@ -148,7 +148,7 @@ func (s *session) socks() {
 	}
 	if tlsGated(t) {
 		// The client sends its ClientHello only after the success reply.
-		if _, err := s.client.Write(socksReply(socksOK)); err != nil {
+		if err := s.writeClient(socksReply(socksOK)); err != nil {
 			return
 		}
 		raw, r := s.readHello(t)
@@ -178,7 +178,7 @@ func (s *session) socks() {
 		}
 		return
 	}
-	if _, err := s.client.Write(socksReply(socksOK)); err != nil {
+	if err := s.writeClient(socksReply(socksOK)); err != nil {
 		return
 	}
 	s.tunnel(up)
