@@ -910,3 +910,113 @@ func TestRefusalString(t *testing.T) {
 		t.Errorf("String() = %q", s)
 	}
 }
+
+// slowResolver answers only when its context ends.
+type slowResolver struct{}
+
+func (slowResolver) LookupNetIP(ctx context.Context, _, host string) ([]netip.Addr, error) {
+	<-ctx.Done()
+	return nil, &net.DNSError{Err: "i/o timeout", Name: host, Server: "10.0.0.53:53", IsTimeout: true}
+}
+
+func TestResolveTimeout(t *testing.T) {
+	d := &testDialer{}
+	rec := &testRecorder{}
+	p, err := New(Config{List: mustList(t, "slow.test:80"), Resolver: slowResolver{}, Dialer: d, Recorder: rec,
+		ConnectTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go p.Serve(ln)
+	defer p.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	status, _, body := connect(t, c, "slow.test:80")
+	if status != 502 || !strings.Contains(body, "resolve-failed") || !strings.Contains(body, "timed out") || strings.Contains(body, "10.0.0.53") {
+		t.Fatalf("%d %q", status, body)
+	}
+	if len(d.Calls()) != 0 {
+		t.Error("dialled")
+	}
+}
+
+// Serve returns nil when its caller closes the listener; the Proxy goes on
+// serving its other listeners.
+func TestServeReturnsWhenListenerClosed(t *testing.T) {
+	p, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ln1, _ := net.Listen("tcp", "127.0.0.1:0")
+	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
+	done1, done2 := make(chan error, 1), make(chan error, 1)
+	go func() { done1 <- p.Serve(ln1) }()
+	go func() { done2 <- p.Serve(ln2) }()
+	ln1.Close()
+	select {
+	case err := <-done1:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	c, err := net.Dial("tcp", ln2.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 400 {
+		t.Fatalf("the other listener: %v %v", resp, err)
+	}
+	p.Close()
+	if err := <-done2; err != nil {
+		t.Errorf("Serve after Close: %v", err)
+	}
+}
+
+func TestCounters(t *testing.T) {
+	var c Counters
+	if s := c.Snapshot(); len(s.Dests) != 0 || s.Refusals != nil || s.LastRefusal != nil {
+		t.Fatalf("zero Counters: %+v", s)
+	}
+	c.Opened("a.test:443")
+	c.Opened("a.test:443")
+	c.Closed("a.test:443", 10, 20)
+	c.Refused(Refusal{Reason: ReasonNotListed, Host: "b.test", Port: 443})
+	c.Refused(Refusal{Reason: ReasonNotListed, Host: "c.test", Port: 443})
+	c.Refused(Refusal{Reason: ReasonRawIP})
+	s := c.Snapshot()
+	if len(s.Dests) != 1 || s.Dests[0] != (DestStats{Dest: "a.test:443", Opened: 2, Closed: 1, BytesUp: 10, BytesDown: 20}) {
+		t.Errorf("dests %+v", s.Dests)
+	}
+	if s.Refusals[ReasonNotListed] != 2 || s.Refusals[ReasonRawIP] != 1 || s.LastRefusal.Reason != ReasonRawIP {
+		t.Errorf("refusals %+v, last %+v", s.Refusals, s.LastRefusal)
+	}
+	// The snapshot is a copy.
+	s.Refusals[ReasonRawIP] = 99
+	s.Dests[0].Opened = 99
+	if s2 := c.Snapshot(); s2.Refusals[ReasonRawIP] != 1 || s2.Dests[0].Opened != 2 {
+		t.Error("the snapshot shares the counters")
+	}
+	// Destinations beyond the bound add up under OtherDests.
+	for i := range maxDests + 10 {
+		c.Opened(fmt.Sprintf("h%d.test:443", i))
+	}
+	s = c.Snapshot()
+	if len(s.Dests) != maxDests+1 {
+		t.Fatalf("%d destinations kept, want %d", len(s.Dests), maxDests+1)
+	}
+	for _, d := range s.Dests {
+		if d.Dest == OtherDests && d.Opened != 11 {
+			t.Errorf("%+v, want 11 opened", d)
+		}
+	}
+}
