@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -229,7 +230,17 @@ func fuzzServe(t *testing.T, data []byte) []string {
 	}
 	client := &fuzzConn{r: bytes.NewReader(data)}
 	s := &session{p: p, client: client, proto: ProtoUnknown}
-	s.serve()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		s.serve()
+	}()
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("still serving 5s after the client's bytes ended:\n%s", buf[:runtime.Stack(buf, true)])
+	}
 	var dialled []string
 	for addr, up := range d.dials {
 		dialled = append(dialled, addr)
