@@ -132,6 +132,9 @@ func (s *session) connect(req *http.Request) {
 			s.replyAndClose(tlsAlert)
 			return
 		}
+		if raw == nil {
+			return
+		}
 		up, r := s.dial(t, addrs)
 		if up == nil {
 			if r != nil {

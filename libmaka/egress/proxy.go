@@ -367,7 +367,10 @@ func (s *session) serve() {
 			s.p.cfg.Recorder.Closed(s.dest, s.up.Load(), s.down.Load())
 		}
 	}()
-	s.client.SetDeadline(time.Now().Add(s.p.cfg.RequestTimeout))
+	// A connection that cannot be bounded in time is not served.
+	if s.client.SetDeadline(time.Now().Add(s.p.cfg.RequestTimeout)) != nil {
+		return
+	}
 	s.br = bufio.NewReaderSize(&idleReader{c: s.client, s: s}, s.p.cfg.MaxHeaderBytes)
 	first, err := s.br.Peek(1)
 	if err != nil {
@@ -400,7 +403,9 @@ var tlsAlert = []byte{21, 3, 3, 0, 2, 2, 49}
 // writeClient writes a reply of the request phase, within RequestTimeout
 // (resolving and connecting may have used the phase's deadline).
 func (s *session) writeClient(b []byte) error {
-	s.client.SetWriteDeadline(time.Now().Add(s.p.cfg.RequestTimeout))
+	if err := s.client.SetWriteDeadline(time.Now().Add(s.p.cfg.RequestTimeout)); err != nil {
+		return err
+	}
 	_, err := s.client.Write(b)
 	return err
 }
@@ -414,9 +419,8 @@ func (s *session) replyAndClose(b []byte) {
 		return
 	}
 	if cw, ok := s.client.(interface{ CloseWrite() error }); ok {
-		if cw.CloseWrite() == nil {
-			s.client.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-			io.CopyN(io.Discard, s.client, 256<<10)
+		if cw.CloseWrite() == nil && s.client.SetReadDeadline(time.Now().Add(500*time.Millisecond)) == nil {
+			_, _ = io.CopyN(io.Discard, s.client, 256<<10)
 		}
 	}
 }
@@ -521,9 +525,12 @@ func cause(err error) string {
 
 // readHello reads the client's TLS ClientHello (bounded in size and time)
 // and requires its server name to be the name asked for; it returns the
-// bytes read, to replay to the upstream.
+// bytes read, to replay to the upstream. Neither bytes nor a refusal: the
+// connection is closed.
 func (s *session) readHello(t target) ([]byte, *Refusal) {
-	s.client.SetReadDeadline(time.Now().Add(s.p.cfg.RequestTimeout))
+	if s.client.SetReadDeadline(time.Now().Add(s.p.cfg.RequestTimeout)) != nil {
+		return nil, nil
+	}
 	raw, sni, err := readClientHello(s.br, s.p.cfg.MaxHelloBytes)
 	switch {
 	case err != nil && isTimeout(err):
@@ -566,7 +573,9 @@ func (r *idleReader) Read(b []byte) (int, error) {
 	}
 	idle := r.s.p.cfg.IdleTimeout
 	for {
-		r.c.SetReadDeadline(time.Now().Add(idle))
+		if err := r.c.SetReadDeadline(time.Now().Add(idle)); err != nil {
+			return 0, err
+		}
 		n, err := r.c.Read(b)
 		if n > 0 {
 			r.s.touch()
@@ -597,7 +606,9 @@ func (w *sideWriter) Write(b []byte) (int, error) {
 	if !w.s.p.spend(len(b)) {
 		return 0, errBudget
 	}
-	w.c.SetWriteDeadline(time.Now().Add(w.s.p.cfg.IdleTimeout))
+	if err := w.c.SetWriteDeadline(time.Now().Add(w.s.p.cfg.IdleTimeout)); err != nil {
+		return 0, err
+	}
 	n, err := w.c.Write(b)
 	w.count.Add(int64(n))
 	if n > 0 {
@@ -609,7 +620,8 @@ func (w *sideWriter) Write(b []byte) (int, error) {
 // startTunnel ends the request phase: the request deadline is lifted, idle
 // timeouts rule from here.
 func (s *session) startTunnel() {
-	s.client.SetDeadline(time.Time{})
+	// Lifted or not, every read and write from here sets its own.
+	_ = s.client.SetDeadline(time.Time{})
 	s.touch()
 	s.tunnelling.Store(true)
 }

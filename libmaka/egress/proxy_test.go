@@ -809,7 +809,6 @@ func TestCloseEndsLiveTunnels(t *testing.T) {
 	port := echoServer(t)
 	p := strconv.Itoa(port)
 	e := newEnv(t, Config{List: mustList(t, "echo.test:"+p, "127.0.0.1:"+p)}, fakeResolver{"echo.test": {"127.0.0.1"}}, nil)
-	var conns []net.Conn
 	var readers []*bufio.Reader
 	for range 3 {
 		c := e.dial()
@@ -818,7 +817,6 @@ func TestCloseEndsLiveTunnels(t *testing.T) {
 			t.Fatal(status)
 		}
 		expectEcho(t, c, br)
-		conns = append(conns, c)
 		readers = append(readers, br)
 	}
 	silent := e.dial() // in its request phase

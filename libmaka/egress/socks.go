@@ -157,6 +157,9 @@ func (s *session) socks() {
 			s.replyAndClose(tlsAlert)
 			return
 		}
+		if raw == nil {
+			return
+		}
 		up, r := s.dial(t, addrs)
 		if up == nil {
 			if r != nil {
