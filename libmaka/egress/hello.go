@@ -12,13 +12,12 @@ import (
 // kept byte for byte so that it can be replayed to the upstream.
 
 const (
-	recordHeaderLen   = 5
-	recordHandshake   = 22
-	maxRecordLen      = 1 << 14 // RFC 8446 5.1: a plaintext fragment
-	handshakeHello    = 1
-	extServerName     = 0
-	serverNameHost    = 0
-	defaultMaxHelloLn = 16 << 10
+	recordHeaderLen = 5
+	recordHandshake = 22
+	maxRecordLen    = 1 << 14 // RFC 8446 5.1: a plaintext fragment
+	handshakeHello  = 1
+	extServerName   = 0
+	serverNameHost  = 0
 )
 
 // errNotHello: the bytes are not a TLS ClientHello (another protocol, a

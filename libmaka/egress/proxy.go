@@ -71,7 +71,7 @@ const (
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultIdleTimeout    = 5 * time.Minute
 	DefaultMaxHeaderBytes = 8 << 10
-	DefaultMaxHelloBytes  = defaultMaxHelloLn
+	DefaultMaxHelloBytes  = 16 << 10
 )
 
 // ErrClosed is what Serve returns on a Proxy already closed.
