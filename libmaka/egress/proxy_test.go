@@ -199,7 +199,7 @@ func echoServer(t *testing.T) int {
 }
 
 // webServer answers every request with what it received.
-func webServer(t *testing.T) (*httptest.Server, int) {
+func webServer(t *testing.T) int {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -211,7 +211,7 @@ func webServer(t *testing.T) (*httptest.Server, int) {
 			r.Method, r.Host, r.RequestURI, body, r.Header.Get("User-Agent"), r.Close, strings.Join(sortStrings(hs), ","))
 	}))
 	t.Cleanup(s.Close)
-	return s, s.Listener.Addr().(*net.TCPAddr).Port
+	return s.Listener.Addr().(*net.TCPAddr).Port
 }
 
 func sortStrings(s []string) []string {
@@ -528,7 +528,7 @@ type bufConn struct {
 func (c *bufConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 func TestHTTPForward(t *testing.T) {
-	_, port := webServer(t)
+	port := webServer(t)
 	p := strconv.Itoa(port)
 	list := mustList(t, "web.test:"+p, "127.0.0.1:"+p)
 	names := fakeResolver{"web.test": {"127.0.0.1"}, "other.test": {"127.0.0.1"}}
@@ -1017,4 +1017,41 @@ func TestCounters(t *testing.T) {
 			t.Errorf("%+v, want 11 opened", d)
 		}
 	}
+}
+
+// A name resolving to public IPv6 and IPv4 addresses is dialled at each, in
+// order, as ip:port ([v6]:port); never at the name.
+func TestDialsResolvedAddresses(t *testing.T) {
+	e := newEnv(t, Config{List: mustList(t, "v6.test:8443")},
+		fakeResolver{"v6.test": {"2606:4700::1111", "fd00::1", "::ffff:1.1.1.1"}}, nil)
+	e.dialer.fail = errors.New("no network in this test")
+	c := e.dial()
+	status, _, body := connect(t, c, "v6.test:8443")
+	if status != 502 || !strings.Contains(body, ReasonDialFailed) {
+		t.Fatalf("%d %q", status, body)
+	}
+	if calls := strings.Join(e.dialer.Calls(), " "); calls != "[2606:4700::1111]:8443 1.1.1.1:8443" {
+		t.Errorf("dialled %q", calls)
+	}
+	if r := e.refusal(ReasonDialFailed); r.Addr != netip.MustParseAddr("1.1.1.1") {
+		t.Errorf("refusal %+v", r)
+	}
+}
+
+// HTTP/1.0 may leave the Host header out: the URI's host is the one.
+func TestHTTP10WithoutHost(t *testing.T) {
+	port := webServer(t)
+	p := strconv.Itoa(port)
+	e := newEnv(t, Config{List: mustList(t, "web.test:"+p, "127.0.0.1:"+p)}, fakeResolver{"web.test": {"127.0.0.1"}}, nil)
+	c := e.dial()
+	io.WriteString(c, "GET http://web.test:"+p+"/old HTTP/1.0\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.HasPrefix(string(body), "method=GET host=web.test:"+p+" uri=/old ") {
+		t.Errorf("body %q", body)
+	}
+	e.noRefusal()
 }
