@@ -44,7 +44,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: FORCE all build maka monitor static install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite images test demo bench deps deps-packages lint clean
+.PHONY: FORCE all build maka monitor static install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation images test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -179,6 +179,13 @@ soak: build fixtures crictl
 # Summary in build/runc-suite/summary.txt; see docs/dev/runc-suite.md.
 runc-suite: build images
 	RUNC_SUITE_CACHE=$(FIXTURES)/images tests/runc-suite/run.sh $(RUNC_SUITE_FILES)
+
+# The OCI runtime-tools validation suite (v0.9.0's 58 programs) against maka,
+# runc and crun side by side, in one guest; never part of `make test`.
+# OCI_VALIDATION_RUNTIMES ("maka runc crun"), OCI_VALIDATION_PROGRAMS (a subset).
+# Summary in build/oci-validation/summary.txt; see docs/dev/oci-validation.md.
+oci-validation: build
+	tests/oci-validation/run.sh $(OCI_VALIDATION_RUNTIMES)
 
 # One real container, end to end (in the guest unless this host is cgroup v2).
 demo: build fixtures
