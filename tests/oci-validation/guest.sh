@@ -5,8 +5,10 @@
 # tests/vm/run.sh): every runtime-tools validation program built in WORK/src
 # (build.sh), once per RUNTIME (maka, runc, crun), its TAP in
 # WORK/tap/RUNTIME/NAME.tap, its stderr in NAME.err and "EXIT SECONDS" in
-# NAME.status (exit 124: stopped by the per-program timeout).  Never run it
-# on a host whose cgroups belong to other software.
+# NAME.status (exit 124: stopped by the per-program timeout); a program's
+# files are replaced when it runs, the others' kept (a subset run resumes
+# one that was stopped).  Never run it on a host whose cgroups belong to
+# other software.
 #
 # Environment: OCI_VALIDATION_PROGRAMS (names, default all), OCI_VALIDATION_TIMEOUT
 # (a program's, 240 s), OCI_VALIDATION_MAKA (the maka binary), OCI_VALIDATION_POLICY
@@ -44,10 +46,11 @@ for rt in "$@"; do
     *) echo "oci-validation: unknown runtime $rt" >&2; exit 2 ;;
   esac
   tap=$work/tap/$rt
-  rm -rf "$tap"; mkdir -p "$tap"
+  mkdir -p "$tap"
   echo "oci-validation: $rt: $("$bin" --version 2>&1 | head -1)"
   rt_start=$(date +%s)
   for p in "${programs[@]}"; do
+    rm -f "$tap/$p".*
     start=$(date +%s)
     (cd "$cwd" && RUNTIME=$bin timeout -k 10 "$timeout" "$src/validation/$p/$p.t") \
       > "$tap/$p.tap" 2> "$tap/$p.err" < /dev/null
@@ -59,7 +62,10 @@ for rt in "$@"; do
     # Whatever a program left (a container it did not delete, a bundle) must
     # not reach the next one.
     for ct in $("$bin" list -q 2>/dev/null); do "$bin" delete -f "$ct" > /dev/null 2>&1; done
-    rm -rf /tmp/ocitest*
+    # A program that runs a container without a mount namespace
+    # (linux_ns_itype) leaves the runtime's /proc, /sys and /dev mounts in its
+    # bundle: remove only what lies on /tmp's own file system.
+    rm -rf --one-file-system /tmp/ocitest* 2> /dev/null
   done
   echo "oci-validation: $rt: $(( $(date +%s) - rt_start )) s"
 done

@@ -6,12 +6,17 @@ WORK/summary.txt (per program and runtime: pass / fail / skip, and totals)
 and WORK/summary.md (the same as a Markdown table, for
 docs/dev/oci-validation.md), then prints summary.txt.
 
-A program passes when it exits 0, prints a plan, as many results as the plan
-says, no "not ok", and at least one "ok" that is not "# SKIP". It is skipped
-when every result is a "# SKIP" (and it exits 0 with its plan). Anything else
-fails: a "not ok", a program that dies (exit status not 0, 124 for the
-per-program timeout), no plan, fewer results than the plan.
+A program fails when it dies (exit status not 0: util.Fatal, a panic, 124
+for the per-program timeout), prints a "not ok", reports an error in a YAML
+diagnostic attached to no result (the lifecycle programs: poststart,
+prestart_fail, hooks, ... print their error so and end with "1..0"), prints
+no plan, or fewer results than its plan. It is skipped when every result is
+a "# SKIP". Otherwise it passes: with results, or, for the lifecycle
+programs, "1..0" and no error; process_capabilities_fail and
+process_rlimits_fail pass by printing nothing (they die only when the
+runtime accepts what it must refuse).
 """
+import json
 import os
 import re
 import sys
@@ -36,6 +41,57 @@ def read(path):
         return None
 
 
+# The two programs that pass by printing nothing: they call util.Fatal (exit 1)
+# only when the runtime accepts what it must refuse.
+SILENT_PASS = {"process_capabilities_fail", "process_rlimits_fail"}
+
+
+def parse(tap):
+    """Results and the YAML diagnostics (JSON in v0.9.0) attached to them."""
+    plan, results, orphans = None, [], []
+    lines = tap.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = re.match(r"^1\.\.(\d+)", line)
+        if m and plan is None:
+            plan = int(m.group(1))
+        elif re.match(r"^(not )?ok\b", line):
+            results.append({"line": line.strip(), "nok": line.startswith("not ok"),
+                            "skip": bool(re.search(r"#\s*skip", line, re.I)), "yaml": {}})
+        elif line.strip() == "---":
+            body = []
+            i += 1
+            while i < len(lines) and lines[i].strip() != "...":
+                body.append(lines[i])
+                i += 1
+            try:
+                y = json.loads("\n".join(body))
+            except ValueError:
+                y = {"text": "\n".join(body)}
+            if not isinstance(y, dict):
+                y = {"text": str(y)}
+            # A block follows its result (SpecErrorOK) or, in
+            # RuntimeInsideValidate with a TAP, comes before it; one after
+            # no result at all is a program's own error report.
+            if results and not results[-1]["yaml"]:
+                results[-1]["yaml"] = y
+            else:
+                orphans.append(y)
+        i += 1
+    return plan, results, orphans
+
+
+def first_line(v):
+    v = str(v).strip()
+    return v.splitlines()[0] if v else ""
+
+
+def detail(y):
+    parts = [first_line(y[k]) for k in ("error", "stderr") if k in y and first_line(y[k])]
+    return "; ".join(parts)[:300]
+
+
 def verdict(rt, name):
     base = os.path.join(work, "tap", rt, name)
     tap = read(base + ".tap")
@@ -44,45 +100,41 @@ def verdict(rt, name):
     status = (read(base + ".status") or "? ?").split()
     rc = int(status[0]) if status[0].lstrip("-").isdigit() else None
     secs = status[1] if len(status) > 1 else "?"
-    plan = None
-    ok = nok = skip = 0
-    first_nok = None
-    for line in tap.splitlines():
-        m = re.match(r"^1\.\.(\d+)", line)
-        if m and plan is None:
-            plan = int(m.group(1))
-        elif line.startswith("not ok"):
-            nok += 1
-            first_nok = first_nok or line.strip()
-        elif line.startswith("ok"):
-            if re.search(r"#\s*skip", line, re.I):
-                skip += 1
-            else:
-                ok += 1
+    plan, results, orphans = parse(tap)
+    ok = sum(1 for r in results if not r["nok"] and not r["skip"])
+    nok = sum(1 for r in results if r["nok"])
+    skip = sum(1 for r in results if r["skip"])
     total = ok + nok + skip
     err = [l.strip() for l in (read(base + ".err") or "").splitlines() if l.strip()]
     last_err = " | ".join(err[:3])[:400]
     counts = "%d/%s" % (ok, plan if plan is not None else "?")
+    first_nok = next((r for r in results if r["nok"]), None)
+    errors = [y for y in orphans if "error" in y]
     if rc == 124 or rc == 137:
         v, why = "fail", "timeout after %s s (exit %s)" % (secs, rc)
     elif rc != 0:
-        v, why = "fail", first_nok or "died (exit %s): %s" % (rc, last_err or "no stderr")
+        v, why = "fail", "died (exit %s): %s" % (rc, last_err or "no stderr")
+    elif first_nok:
+        d = detail(first_nok["yaml"])
+        v, why = "fail", first_nok["line"] + (" -- " + d if d else "")
+    elif errors:
+        v, why = "fail", "error reported without a result: " + detail(errors[0])
+    elif not tap.strip() and name in SILENT_PASS:
+        v, why = "pass", ""
     elif plan is None:
-        v, why = "fail", first_nok or "no plan: %s" % (last_err or "no output")
-    elif nok:
-        v, why = "fail", first_nok
+        v, why = "fail", "no plan: %s" % (last_err or "no output")
     elif total < plan:
         v, why = "fail", "%d of %d results" % (total, plan)
-    elif ok == 0 and skip:
-        v, why = "skip", tap.splitlines()[1].strip() if len(tap.splitlines()) > 1 else "skip"
-    elif ok == 0:
-        v, why = "fail", "no result"
+    elif total and ok == 0:
+        v, why = "skip", results[0]["line"]
     else:
         v, why = "pass", ""
     if v == "fail" and rc not in (0, None):
-        cell = "fail %s (exit %s)" % (counts, rc)
+        cell = "fail (exit %s)" % rc
     elif v == "skip":
         cell = "skip"
+    elif total == 0:
+        cell = v + " (no results)"
     else:
         cell = "%s %s" % (v, counts)
     return {"verdict": v, "cell": cell, "why": why, "ok": ok, "nok": nok, "skip": skip,
