@@ -48,7 +48,7 @@ SILENT_PASS = {"process_capabilities_fail", "process_rlimits_fail"}
 
 def parse(tap):
     """Results and the YAML diagnostics (JSON in v0.9.0) attached to them."""
-    plan, results, orphans = None, [], []
+    plan, results, orphans, pending = None, [], [], None
     lines = tap.splitlines()
     i = 0
     while i < len(lines):
@@ -58,7 +58,8 @@ def parse(tap):
             plan = int(m.group(1))
         elif re.match(r"^(not )?ok\b", line):
             results.append({"line": line.strip(), "nok": line.startswith("not ok"),
-                            "skip": bool(re.search(r"#\s*skip", line, re.I)), "yaml": {}})
+                            "skip": bool(re.search(r"#\s*skip", line, re.I)), "yaml": pending or {}})
+            pending = None
         elif line.strip() == "---":
             body = []
             i += 1
@@ -71,14 +72,19 @@ def parse(tap):
                 y = {"text": "\n".join(body)}
             if not isinstance(y, dict):
                 y = {"text": str(y)}
-            # A block follows its result (SpecErrorOK) or, in
-            # RuntimeInsideValidate with a TAP, comes before it; one after
-            # no result at all is a program's own error report.
-            if results and not results[-1]["yaml"]:
+            # A block follows its result (SpecErrorOK), except in
+            # RuntimeInsideValidate with a TAP, whose block (the container's
+            # "stdout" and "stderr") comes before it; one attached to no
+            # result is a program's own error report.
+            if "stdout" in y:
+                pending = y
+            elif results and not results[-1]["yaml"]:
                 results[-1]["yaml"] = y
             else:
                 orphans.append(y)
         i += 1
+    if pending is not None:
+        orphans.append(pending)
     return plan, results, orphans
 
 
@@ -164,7 +170,7 @@ for rt in runtimes:
         r = res[(rt, n)]
         if r["verdict"] == "fail":
             lines.append("  %s %s: %s" % (rt, n, r["why"]))
-if "maka" in runtimes:
+if "maka" in runtimes and len(runtimes) > 1:
     others = [rt for rt in runtimes if rt != "maka"]
     lines.append("")
     lines.append("maka fails where %s pass(es):" % " or ".join(others))
