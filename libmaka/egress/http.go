@@ -10,8 +10,6 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
-
-	"github.com/maka-runtime/maka/internal/printable"
 )
 
 // http serves a client that spoke first with something other than SOCKS:
@@ -317,7 +315,7 @@ func statusOf(reason string) int {
 // then the connection is closed.
 func (s *session) refuseHTTP(status int, r Refusal) {
 	s.record(r)
-	body := "maka egress refused: " + printable.ASCII(r.String()) + "\n"
+	body := "maka egress refused: " + r.String() + "\n"
 	var b strings.Builder
 	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
 	b.WriteString("Content-Type: text/plain; charset=utf-8\r\n")
