@@ -105,7 +105,7 @@ dist: static
 		sha256sum dist/$(DIST_NAME)/maka | sed 's| dist/$(DIST_NAME)/| |' > $(DIST_NAME).maka.sha256
 	@echo "dist: build/$(DIST_NAME).tar.gz"; cat build/$(DIST_NAME).tar.gz.sha256
 
-fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape $(FIXTURES)/swapper $(FIXTURES)/sandbox.test $(FIXTURES)/toolsandbox
+fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape $(FIXTURES)/swapper $(FIXTURES)/sandbox.test $(FIXTURES)/toolsandbox $(FIXTURES)/egresstool
 
 # The Go API's tests that launch real sandboxes (libmaka/sandbox,
 # guest_test.go) and the example program, built here and run in the guest
@@ -116,6 +116,10 @@ $(FIXTURES)/sandbox.test: FORCE
 $(FIXTURES)/toolsandbox: FORCE
 	mkdir -p $(FIXTURES)
 	$(GO) build -tags "$(BUILDTAGS)" -o $@ ./examples/toolsandbox
+# egress.bats' servers and client, static: the client runs in the busybox root.
+$(FIXTURES)/egresstool: FORCE
+	mkdir -p $(FIXTURES)
+	CGO_ENABLED=0 $(GO) build -o $@ ./tests/integration/egresstool
 FORCE:
 
 # The two images runc's integration suite runs on (busybox, Debian bookworm
