@@ -11,7 +11,7 @@
 //	egresstool direct ADDR:PORT               a TCP connect() without the proxy
 //	egresstool udp ADDR:PORT                  one UDP datagram
 //	egresstool dns ADDR                       a DNS query over UDP and over TCP to ADDR:53
-//	egresstool get PROXY URL                  download URL through the proxy (bytes, seconds)
+//	egresstool get PROXY|- URL                download URL through the proxy, or directly (-): bytes, seconds, first byte
 //
 // Each client command prints one line per step and exits 0 only if the
 // request got through.
@@ -359,12 +359,20 @@ func getCmd(proxy, rawURL string) error {
 		return err
 	}
 	start := time.Now()
-	c, err := net.DialTimeout("tcp", proxy, timeout)
+	// "-": straight to the server (the bench's direct side), in origin form.
+	target, line := proxy, u.String()
+	if proxy == "-" {
+		target, line = u.Host, u.RequestURI()
+		if u.Port() == "" {
+			target = net.JoinHostPort(u.Hostname(), "80")
+		}
+	}
+	c, err := net.DialTimeout("tcp", target, timeout)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", u.String(), u.Host)
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", line, u.Host)
 	br := bufio.NewReaderSize(c, 256<<10)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
