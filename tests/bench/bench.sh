@@ -167,37 +167,6 @@ mkbundle work '.ociVersion = "1.0.2" | .process.args = ["sh", "-c", $work]' --ar
 # (mount, not unshare: a profile that config.json brings, as these bundles
 # do, has its namespace rules narrowed to a plain EPERM, not notified.)
 mkbundle escape '.ociVersion = "1.0.2" | .process.args = ["sh", "-c", "mount -t tmpfs none /tmp; echo survived"]'
-# Egress (issue 27): a 100 MB download through maka's proxy from inside a
-# sandbox under restricted + egress, against the same download from the
-# guest's host side; a server on a dummy interface (TEST-NET, listed by
-# address: the proxy refuses non-public addresses no entry names).
-egress_url=http://192.0.2.20/?bytes=104857600
-if want egress; then
-  ip link add maka-bench0 type dummy && ip addr add 192.0.2.20/32 dev maka-bench0 && ip link set maka-bench0 up ||
-    die "egress: the dummy interface"
-  "$fixtures/egresstool" serve 192.0.2.20 > "$w/egress-serve.log" 2>&1 &
-  egress_srv=$!
-  install -m 755 "$fixtures/egresstool" "$w/rootfs/usr/bin/egresstool"
-  echo '{"profile": "restricted", "egress": ["192.0.2.20:80"]}' > "$w/policy-egress.json"
-  mkbundle egress '.ociVersion = "1.0.2" | .process.args = ["egresstool", "get", "127.0.0.1:3128", $url]
-    | .annotations["org.maka.egress"] = "[\"192.0.2.20:80\"]"' --arg url "$egress_url"
-  for i in $(seq 100); do { : < /dev/tcp/192.0.2.20/80; } 2>/dev/null && break; sleep 0.1; done
-fi
-# egress_sample SIDE ROUND CMD...: one download; its MB/s and its time to the
-# first byte of the response (µs), as "egress-mbps" and "egress-first".
-egress_sample() {
-  local side=$1 round=$2 out rc=0; shift 2
-  out=$("$@" 2>>"$errlog" </dev/null) || rc=$?
-  local bytes secs first
-  read -r bytes secs first < <(sed -n 's/^bytes \([0-9]*\) seconds \([0-9.]*\) first \([0-9.]*\)$/\1 \2 \3/p' <<<"$out")
-  if [ $rc != 0 ] || [ "${bytes:-0}" != 104857600 ]; then
-    echo "[egress $side round $round] exit $rc: $out" >> "$errlog"
-    sample egress-mbps "$side" "$round" "" 1; sample egress-first "$side" "$round" "" 1
-    return
-  fi
-  sample egress-mbps "$side" "$round" "$(awk -v b="$bytes" -v s="$secs" 'BEGIN { printf "%.1f", b / s / 1e6 }')" 0
-  sample egress-first "$side" "$round" "$(awk -v f="$first" 'BEGIN { printf "%d", f * 1e6 }')" 0
-}
 cp "$w/true/config.json" "$out/bench-config.json"
 cp "$w/true.plain/config.json" "$out/bench-config-plain.json"
 jq -e '[.linux.seccomp.syscalls[] | select(.action == "SCMP_ACT_NOTIFY")] | length > 0' \
@@ -266,6 +235,37 @@ par() { # par RUNTIME ROUND: 10 foreground runs at once
   for i in $(seq 10); do rt "$1" run -b "$w/true" "$1-par$2-$i" & pids+=($!); done
   for i in "${pids[@]}"; do wait "$i" || rc=$?; done
   return $rc
+}
+# Egress (issue 27): a 100 MB download through maka's proxy from inside a
+# sandbox under restricted + egress, against the same download from the
+# guest's host side; a server on a dummy interface (TEST-NET, listed by
+# address: the proxy refuses non-public addresses no entry names).
+egress_url=http://192.0.2.20/?bytes=104857600
+if want egress; then
+  ip link add maka-bench0 type dummy && ip addr add 192.0.2.20/32 dev maka-bench0 && ip link set maka-bench0 up ||
+    die "egress: the dummy interface"
+  "$fixtures/egresstool" serve 192.0.2.20 > "$w/egress-serve.log" 2>&1 &
+  egress_srv=$!
+  install -m 755 "$fixtures/egresstool" "$w/rootfs/usr/bin/egresstool"
+  echo '{"profile": "restricted", "egress": ["192.0.2.20:80"]}' > "$w/policy-egress.json"
+  mkbundle egress '.ociVersion = "1.0.2" | .process.args = ["egresstool", "get", "127.0.0.1:3128", $url]
+    | .annotations["org.maka.egress"] = "[\"192.0.2.20:80\"]"' --arg url "$egress_url"
+  for i in $(seq 100); do { : < /dev/tcp/192.0.2.20/80; } 2>/dev/null && break; sleep 0.1; done
+fi
+# egress_sample SIDE ROUND CMD...: one download; its MB/s and its time to the
+# first byte of the response (µs), as "egress-mbps" and "egress-first".
+egress_sample() {
+  local side=$1 round=$2 out rc=0; shift 2
+  out=$("$@" 2>>"$errlog" </dev/null) || rc=$?
+  local bytes secs first
+  read -r bytes secs first < <(sed -n 's/^bytes \([0-9]*\) seconds \([0-9.]*\) first \([0-9.]*\)$/\1 \2 \3/p' <<<"$out")
+  if [ $rc != 0 ] || [ "${bytes:-0}" != 104857600 ]; then
+    echo "[egress $side round $round] exit $rc: $out" >> "$errlog"
+    sample egress-mbps "$side" "$round" "" 1; sample egress-first "$side" "$round" "" 1
+    return
+  fi
+  sample egress-mbps "$side" "$round" "$(awk -v b="$bytes" -v s="$secs" 'BEGIN { printf "%.1f", b / s / 1e6 }')" 0
+  sample egress-first "$side" "$round" "$(awk -v f="$first" 'BEGIN { printf "%d", f * 1e6 }')" 0
 }
 runtimes=(maka runc crun)
 [ -z "${BENCH_MAKA_BEFORE:-}" ] || runtimes+=(maka-before)
