@@ -634,10 +634,24 @@ func (s *session) tunnel(up net.Conn) {
 	toClient := &sideWriter{s: s, c: s.client, count: &s.down}
 	done := make(chan struct{}, 2)
 	go func() {
-		s.pump(toUp, s.br, up)
-		done <- struct{}{}
+		defer func() { done <- struct{}{} }()
+		// What the request phase read ahead goes first; then the
+		// client's socket itself, spliced.
+		if n := s.br.Buffered(); n > 0 {
+			b, _ := s.br.Peek(n)
+			if _, err := toUp.Write(b); err != nil {
+				s.cut(err)
+				return
+			}
+			_, _ = s.br.Discard(n)
+		}
+		if !s.splicePump(toUp, s.client, up) {
+			s.pump(toUp, s.br, up)
+		}
 	}()
-	s.pump(toClient, &idleReader{c: up, s: s}, s.client)
+	if !s.splicePump(toClient, up, s.client) {
+		s.pump(toClient, &idleReader{c: up, s: s}, s.client)
+	}
 	<-done
 }
 
