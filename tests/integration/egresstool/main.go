@@ -166,7 +166,7 @@ func selfSigned() (tls.Certificate, error) {
 func connectTo(proxy, dest string) (net.Conn, *bufio.Reader, error) {
 	c, err := net.DialTimeout("tcp", proxy, timeout)
 	if err != nil {
-		return nil, nil, fmt.Errorf("proxy: %v", err)
+		return nil, nil, fmt.Errorf("proxy: %w", err)
 	}
 	_ = c.SetDeadline(time.Now().Add(timeout))
 	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", dest, dest)
@@ -174,7 +174,7 @@ func connectTo(proxy, dest string) (net.Conn, *bufio.Reader, error) {
 	resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"})
 	if err != nil {
 		c.Close()
-		return nil, nil, fmt.Errorf("CONNECT %s: %v", dest, err)
+		return nil, nil, fmt.Errorf("CONNECT %s: %w", dest, err)
 	}
 	fmt.Println("CONNECT", dest, "->", resp.Status)
 	if resp.StatusCode != 200 {
@@ -198,7 +198,7 @@ func echoOnce(c net.Conn, br *bufio.Reader) error {
 	fmt.Fprint(c, "ping\n")
 	line, err := br.ReadString('\n')
 	if err != nil || line != "ping\n" {
-		return fmt.Errorf("echo: %q %v", line, err)
+		return fmt.Errorf("echo: %q %w", line, err)
 	}
 	fmt.Println("echo ok")
 	return nil
@@ -215,7 +215,7 @@ func tlsCmd(proxy, dest, sni string) error {
 	}
 	tc := tls.Client(c, &tls.Config{ServerName: sni, InsecureSkipVerify: true})
 	if err := tc.Handshake(); err != nil {
-		return fmt.Errorf("TLS naming %s: %v", sni, err)
+		return fmt.Errorf("TLS naming %s: %w", sni, err)
 	}
 	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", sni)
 	return printResponse(bufio.NewReader(tc))
@@ -224,7 +224,7 @@ func tlsCmd(proxy, dest, sni string) error {
 func printResponse(br *bufio.Reader) error {
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return fmt.Errorf("response: %v", err)
+		return fmt.Errorf("response: %w", err)
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	fmt.Println(resp.Status, strings.TrimSpace(string(body)))
@@ -241,7 +241,7 @@ func httpCmd(proxy, rawURL, host string) error {
 	}
 	c, err := net.DialTimeout("tcp", proxy, timeout)
 	if err != nil {
-		return fmt.Errorf("proxy: %v", err)
+		return fmt.Errorf("proxy: %w", err)
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(timeout))
@@ -260,7 +260,7 @@ func socksCmd(proxy, dest string) error {
 	port, _ := strconv.Atoi(portText)
 	c, err := net.DialTimeout("tcp", proxy, timeout)
 	if err != nil {
-		return fmt.Errorf("proxy: %v", err)
+		return fmt.Errorf("proxy: %w", err)
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(timeout))
@@ -270,7 +270,7 @@ func socksCmd(proxy, dest string) error {
 	}
 	var hello [2]byte
 	if _, err := io.ReadFull(br, hello[:]); err != nil || hello != [2]byte{5, 0} {
-		return fmt.Errorf("SOCKS greeting: %v %v", hello, err)
+		return fmt.Errorf("SOCKS greeting: %v %w", hello, err)
 	}
 	req := []byte{5, 1, 0, 3, byte(len(host))}
 	req = append(req, host...)
@@ -280,7 +280,7 @@ func socksCmd(proxy, dest string) error {
 	}
 	var rep [4]byte
 	if _, err := io.ReadFull(br, rep[:]); err != nil {
-		return fmt.Errorf("SOCKS reply: %v", err)
+		return fmt.Errorf("SOCKS reply: %w", err)
 	}
 	fmt.Println("SOCKS", dest, "-> reply", rep[1])
 	if rep[1] != 0 {
@@ -304,7 +304,7 @@ func socksCmd(proxy, dest string) error {
 func directCmd(dest string) error {
 	c, err := net.DialTimeout("tcp", dest, 5*time.Second)
 	if err != nil {
-		return fmt.Errorf("connect %s: %v", dest, err)
+		return fmt.Errorf("connect %s: %w", dest, err)
 	}
 	c.Close()
 	fmt.Println("connected to", dest)
@@ -314,11 +314,11 @@ func directCmd(dest string) error {
 func udpCmd(dest string) error {
 	c, err := net.Dial("udp", dest)
 	if err != nil {
-		return fmt.Errorf("udp %s: %v", dest, err)
+		return fmt.Errorf("udp %s: %w", dest, err)
 	}
 	defer c.Close()
 	if _, err := c.Write([]byte("datagram")); err != nil {
-		return fmt.Errorf("udp %s: %v", dest, err)
+		return fmt.Errorf("udp %s: %w", dest, err)
 	}
 	fmt.Println("sent a datagram to", dest)
 	return nil
