@@ -323,7 +323,7 @@ func TestGuestOwners(t *testing.T) {
 	// file stays), and meanwhile its sandbox is deleted and the id taken
 	// by another sandbox: disposing of the stale instance must not touch
 	// that replacement.
-	s1.owner.f.Close()
+	s1.owner.Release(false) // as its process dies: the lock goes, the file stays
 	s1.owner = nil
 	if err := s1.Destroy(); err != nil {
 		t.Fatal(err)

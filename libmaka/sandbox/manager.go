@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/maka-runtime/maka/specconv"
@@ -28,7 +29,7 @@ const (
 	DefaultOutputLimit   = 1 << 20
 	DefaultTransferLimit = 8 << 20
 	// WorkDir is where a command's relative working directory resolves.
-	WorkDir = "/maka/work"
+	WorkDir = launch.WorkDir
 )
 
 // Options open a Manager.
@@ -124,7 +125,7 @@ type Request struct {
 // Sandbox is a live sandbox of a Manager.
 type Sandbox struct {
 	m        *Manager
-	launched *Launched
+	launched *launch.Launched
 	initDone chan struct{}
 	// slot serialises commands: one runs at a time, the others queue with
 	// their deadlines running.
@@ -133,7 +134,7 @@ type Sandbox struct {
 	gone bool
 	// owner is the owner key this sandbox holds (nil: none); digest the
 	// configuration it was launched with.
-	owner  *ownerLock
+	owner  *launch.OwnerLock
 	digest string
 }
 
@@ -182,7 +183,7 @@ func (m *Manager) launchOwned(req Request, bundle string, spec *specs.Spec) (*Sa
 	}
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
-	key := req.Owner.key()
+	key := launch.Owner(*req.Owner).Key()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s := m.owned[key]; s != nil && !s.isGone() {
@@ -191,31 +192,31 @@ func (m *Manager) launchOwned(req Request, bundle string, spec *specs.Spec) (*Sa
 		}
 		return s, nil
 	}
-	dir, err := ownersDir(m.rt)
+	dir, err := launch.OwnersDir(m.rt)
 	if err != nil {
 		return nil, err
 	}
-	l, err := lockOwner(dir, key)
+	l, err := launch.LockOwner(dir, key)
 	if err != nil {
 		return nil, fmt.Errorf("owner %s: %w", req.Owner, err)
 	}
 	// A dead owner's sandbox not yet purged: that instance goes first
 	// (never a later sandbox of its id).
-	if prev, err := l.read(); err != nil || prev != nil {
+	if prev, err := l.Read(); err != nil || prev != nil {
 		if err == nil {
-			err = disposeInstance(m.rt, prev.ID, prev.Created)
+			err = launch.DisposeInstance(m.rt, prev.ID, prev.Created)
 		}
 		if err != nil {
-			l.release(false)
+			l.Release(false)
 			return nil, fmt.Errorf("owner %s: its previous sandbox: %w", req.Owner, err)
 		}
 	}
 	s, err := m.launch(req.ID, bundle, spec, l, digest)
 	if err != nil {
-		l.release(true)
+		l.Release(true)
 		return nil, err
 	}
-	if err := l.write(ownerFile{Owner: *req.Owner, ID: req.ID, Created: s.launched.Created, Digest: digest}); err != nil {
+	if err := l.Write(launch.OwnerFile{Owner: launch.Owner(*req.Owner), ID: req.ID, Created: s.launched.Created, Digest: digest}); err != nil {
 		_ = s.Destroy()
 		return nil, fmt.Errorf("owner %s: %w", req.Owner, err)
 	}
@@ -224,15 +225,15 @@ func (m *Manager) launchOwned(req Request, bundle string, spec *specs.Spec) (*Sa
 }
 
 // launch compiles and launches one sandbox.
-func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *ownerLock, digest string) (*Sandbox, error) {
-	b, policy, err := Compile(spec, m.opts.Policy, id, bundle, NeverPaths(m.rt.Root, m.rt.StateDir), m.checks)
+func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *launch.OwnerLock, digest string) (*Sandbox, error) {
+	b, policy, err := launch.Compile(spec, m.opts.Policy, id, bundle, launch.NeverPaths(m.rt.Root, m.rt.StateDir), m.checks)
 	if err != nil {
 		return nil, err
 	}
 	if b.Process.Terminal {
 		return nil, errors.New("process.terminal: a Manager's sandbox has no terminal (commands' output is captured)")
 	}
-	p, err := InitProcess(b)
+	p, err := launch.InitProcess(b)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +243,7 @@ func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *ownerLock, 
 	}
 	defer null.Close()
 	p.Stdin, p.Stdout, p.Stderr = null, null, null
-	launched, err := Run(m.rt, Launch{
+	launched, err := launch.Run(m.rt, launch.Launch{
 		ID: id, Bundle: bundle, Boundary: b, Policy: policy,
 		Command: "launch", Start: true, Attached: true, Process: p,
 	})
@@ -300,7 +301,7 @@ func (s *Sandbox) destroyLocked() (err error) {
 	s.gone = true
 	// The owner's key goes with the sandbox, unless it could not be
 	// removed: then it is kept, for Purge to find once this process ends.
-	defer func() { s.owner.release(err == nil) }()
+	defer func() { s.owner.Release(err == nil) }()
 	ctr := s.launched.Container
 	op, err := s.m.rt.Begin(ctr.ID(), "destroy")
 	if err != nil {
@@ -322,7 +323,17 @@ func (s *Sandbox) destroyLocked() (err error) {
 
 // Purge destroys the sandboxes of scope's owners whose process died, and
 // reports those busy (their owner lives) or failed (kept for retry).
-func (m *Manager) Purge(scope string) ([]PurgeResult, error) { return Purge(m.rt, scope) }
+func (m *Manager) Purge(scope string) ([]PurgeResult, error) {
+	got, err := launch.Purge(m.rt, scope)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PurgeResult, len(got))
+	for i, r := range got {
+		out[i] = PurgeResult{Owner: Owner(r.Owner), ID: r.ID, Result: r.Result, Error: r.Error}
+	}
+	return out, nil
+}
 
 // Recover reaps what crashed programs and maka commands left behind (the
 // sandboxes of a Manager whose program died among them), as `maka recover`.
@@ -343,9 +354,9 @@ func (m *Manager) RecoverAndRelaunch(monitor string) ([]libmaka.RecoveryResult, 
 	if monitor == "" {
 		return nil, errors.New("relaunch: the monitor program (maka or maka-monitor) is required")
 	}
-	var launched []*Launched
+	var launched []*launch.Launched
 	results, err := m.rt.Recover(func(op *libmaka.Op, rec *libmaka.ContainerRecord) (libmaka.Status, error) {
-		status, l, err := Relaunch(m.rt, op, rec, m.opts.Policy, []string{monitor}, m.checks)
+		status, l, err := launch.Relaunch(m.rt, op, rec, m.opts.Policy, []string{monitor}, m.checks)
 		if status == libmaka.Running {
 			launched = append(launched, l)
 		}
@@ -354,7 +365,7 @@ func (m *Manager) RecoverAndRelaunch(monitor string) ([]libmaka.RecoveryResult, 
 	// Their poststart hooks, once no lock is held (a hook may call maka
 	// on the id), as after start.
 	for _, l := range launched {
-		if err := Poststart(l.Container); err != nil {
+		if err := launch.Poststart(l.Container); err != nil {
 			logrus.Warnf("recover: %v (the relaunched sandbox is stopped)", err)
 		}
 	}
