@@ -2,11 +2,11 @@ package monitor
 
 import (
 	"encoding/json"
-
-	"github.com/maka-runtime/maka/libmaka/egress"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/maka-runtime/maka/libmaka/egress"
 )
 
 // PeakFile holds what the monitor saw of the container when it stopped:
