@@ -399,7 +399,7 @@ func execBounded(c *cli.Context, ctr *libmaka.Container, ps *specs.Process) (int
 		case <-ctx.Done():
 		}
 	}()
-	res, err := launch.ExecQueued(ctx, ctr, ps, os.Stdin, limit, func() error {
+	res, err := launch.ExecQueued(ctx, ctr, ps, launch.Stdio{Stdin: os.Stdin}, limit, func() error {
 		return ctr.Kill(launch.KillTimeout)
 	})
 	if err != nil {

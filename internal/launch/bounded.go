@@ -67,6 +67,19 @@ func CommandCwd(cwd string) (string, error) {
 // commandSeq numbers the commands' child cgroups within this process.
 var commandSeq atomic.Int64
 
+// Stdio is a bounded command's input and output. Stdin nil: /dev/null.
+// Stdout or Stderr nil: that stream is collected into Output; set, it
+// receives the stream as it comes (Output's is then empty). Either way the
+// two together are held to the command's limit: past it the command is
+// killed and ErrOutputLimit returned (a writer has by then received at
+// most the limit). The writers are called from other goroutines, one call
+// at a time (they may be the same writer); a writer that blocks holds the
+// command's output, and its deadline still runs.
+type Stdio struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
 // RunBounded runs ps (held to the sandbox's policy already) in ctr, in a
 // child cgroup of the sandbox's of its own, and returns once it and every
 // process it started are gone; stdout and stderr are collected up to limit
@@ -74,7 +87,7 @@ var commandSeq atomic.Int64
 // nothing is returned). If ctx ends while it runs, destroy is called: a
 // deadline after dispatch destroys the sandbox (ErrSandboxDestroyed).
 // Sandbox.Exec and `maka exec --timeout/--output-limit` run commands so.
-func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, stdin io.Reader, limit int64, destroy func() error) (*Output, error) {
+func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, stdio Stdio, limit int64, destroy func() error) (*Output, error) {
 	id := ctr.ID()
 	cgroup := ctr.CgroupPath()
 	if cgroup == "" {
@@ -106,7 +119,7 @@ func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 	}
 	defer errR.Close()
 	p.Stdout, p.Stderr = outW, errW
-	inFile, feed, err := stdinOf(stdin)
+	inFile, feed, err := stdinOf(stdio.Stdin)
 	if err != nil {
 		outW.Close()
 		errW.Close()
@@ -127,8 +140,8 @@ func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 	}
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go func() { defer readers.Done(); out.copy(&out.stdout, outR) }()
-	go func() { defer readers.Done(); out.copy(&out.stderr, errR) }()
+	go func() { defer readers.Done(); out.copy(sink(stdio.Stdout, &out.stdout), outR) }()
+	go func() { defer readers.Done(); out.copy(sink(stdio.Stderr, &out.stderr), errR) }()
 	exited := make(chan *os.ProcessState, 1)
 	go func() {
 		st, _ := p.Wait()
@@ -200,7 +213,18 @@ type capped struct {
 	overOnce       sync.Once
 }
 
-func (c *capped) copy(dst *bytes.Buffer, r io.Reader) {
+// sink is where a stream goes: the caller's writer, or the buffer.
+func sink(w io.Writer, buf *bytes.Buffer) io.Writer {
+	if w != nil {
+		return w
+	}
+	return buf
+}
+
+// copy reads r into dst until EOF or the limit: the bytes that pass the
+// limit are never written (the command is being killed). Writes to dst are
+// made holding mu: one at a time across both streams.
+func (c *capped) copy(dst io.Writer, r io.Reader) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := r.Read(buf)
@@ -214,7 +238,7 @@ func (c *capped) copy(dst *bytes.Buffer, r io.Reader) {
 				_, _ = io.Copy(io.Discard, r)
 				return
 			}
-			dst.Write(buf[:n])
+			_, _ = dst.Write(buf[:n])
 			c.mu.Unlock()
 		}
 		if err != nil {
@@ -304,7 +328,7 @@ func acquireExecSlot(ctx context.Context, dir string) (release func(), err error
 // command runs in ctr: the wait counts against ctx's deadline, and a
 // command whose deadline passes while it waits never runs
 // (ErrNotDispatched).
-func ExecQueued(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, stdin io.Reader, limit int64, destroy func() error) (*Output, error) {
+func ExecQueued(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, stdio Stdio, limit int64, destroy func() error) (*Output, error) {
 	release, err := acquireExecSlot(ctx, ctr.StateDir())
 	if err != nil {
 		if ctx.Err() != nil {
@@ -313,5 +337,5 @@ func ExecQueued(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 		return nil, fmt.Errorf("sandbox %s: %w", ctr.ID(), err)
 	}
 	defer release()
-	return RunBounded(ctx, ctr, ps, stdin, limit, destroy)
+	return RunBounded(ctx, ctr, ps, stdio, limit, destroy)
 }

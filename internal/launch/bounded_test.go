@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -181,5 +182,23 @@ func TestExitCode(t *testing.T) {
 	}
 	if exitCode(nil) != -1 {
 		t.Error("no state: want -1")
+	}
+}
+
+// A caller's writer gets the stream as it comes, and never more than the
+// limit in all.
+func TestCappedStreams(t *testing.T) {
+	c := &capped{limit: 10, over: make(chan struct{})}
+	var w bytes.Buffer
+	c.copy(sink(&w, &c.stdout), strings.NewReader("123456"))
+	if w.String() != "123456" || c.stdout.Len() != 0 {
+		t.Fatalf("writer %q, buffer %q", w.String(), c.stdout.String())
+	}
+	c.copy(sink(&w, &c.stderr), io.MultiReader(strings.NewReader("7890"), strings.NewReader("x"), strings.NewReader(strings.Repeat("y", 1<<20))))
+	if !c.exceeded() {
+		t.Fatal("over the limit not seen")
+	}
+	if int64(w.Len()) > c.limit {
+		t.Errorf("the writer got %d bytes, more than the limit %d", w.Len(), c.limit)
 	}
 }

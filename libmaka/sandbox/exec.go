@@ -24,8 +24,16 @@ type Command struct {
 	Cwd string
 	// Env is added to the sandbox's declared environment (NAME=value).
 	Env []string
-	// Stdin is the command's input (default: none, /dev/null).
+	// Stdin is the command's input (default: none, /dev/null): an
+	// *os.File is passed as it is, any other reader through a pipe.
 	Stdin io.Reader
+	// Stdout and Stderr, if set, receive the command's output as it comes
+	// (Result's is then empty); unset, Result holds it. Either way the two
+	// together are held to OutputLimit: past it the command is killed and
+	// Exec fails with ErrOutputLimit (a writer has then received at most
+	// the limit, never more). They are written from other goroutines, one
+	// write at a time (the same writer may serve both).
+	Stdout, Stderr io.Writer
 	// Timeout bounds the command, the wait for the sandbox included
 	// (default and maximum: the Manager's MaxTimeout).
 	Timeout time.Duration
@@ -94,7 +102,7 @@ func (s *Sandbox) Exec(ctx context.Context, cmd Command) (*Result, error) {
 		return nil, fmt.Errorf("sandbox %s: %w: its process has exited%s", s.ID(), ErrGone, s.killedBy())
 	default:
 	}
-	res, err := launch.ExecQueued(ctx, s.launched.Container, ps, cmd.Stdin, limit, func() error {
+	res, err := launch.ExecQueued(ctx, s.launched.Container, ps, launch.Stdio{Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr}, limit, func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.destroyLocked()

@@ -116,6 +116,36 @@ func TestGuestExec(t *testing.T) {
 	if err != nil || string(r.Stdout) != "fed\n" {
 		t.Errorf("stdin: %v %q", err, r.Stdout)
 	}
+	// Streamed: the first line reaches the writer while the command still
+	// runs; stdout and stderr may share a writer.
+	var mu sync.Mutex
+	var lines []string
+	var firstAt time.Time
+	w := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstAt.IsZero() {
+			firstAt = time.Now()
+		}
+		lines = append(lines, string(p))
+		return len(p), nil
+	})
+	start := time.Now()
+	r, err = s.Exec(ctx, Command{Shell: "echo first; sleep 2; echo second >&2", Stdout: w, Stderr: w})
+	if err != nil || len(r.Stdout) != 0 || len(r.Stderr) != 0 {
+		t.Fatalf("streamed: %v %+v", err, r)
+	}
+	if strings.Join(lines, "") != "first\nsecond\n" || firstAt.Sub(start) >= time.Since(start)-time.Second {
+		t.Errorf("streamed: %q, the first write %s after the start of a %s command", lines, firstAt.Sub(start), time.Since(start))
+	}
+	// Over the cap while streaming: killed, ErrOutputLimit, the writer
+	// never got more than the cap.
+	var got int
+	count := writerFunc(func(p []byte) (int, error) { got += len(p); return len(p), nil })
+	_, err = s.Exec(ctx, Command{Shell: "yes", Stdout: count, OutputLimit: 64 << 10})
+	if !errors.Is(err, ErrOutputLimit) || got > 64<<10 {
+		t.Errorf("streamed over the cap: %v, %d bytes written", err, got)
+	}
 	// A signal's death is 128+N.
 	r, err = s.Exec(ctx, Command{Shell: "kill -9 $$"})
 	if err != nil || r.ExitCode != 137 {
@@ -558,6 +588,11 @@ func TestGuestRecoverAndRelaunch(t *testing.T) {
 		t.Error("RecoverAndRelaunch without a monitor program: no error")
 	}
 }
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // A sandbox launched with Request.Egress reaches what it declared through
 // the proxy its Manager serves, and a refusal is a network record.
