@@ -167,3 +167,28 @@ func ExampleManager_RecoverAndRelaunch() {
 		}
 	}
 }
+
+// Sandboxes launched ahead: a Launch of the same configuration without an
+// ID claims a ready one, and the pool refills behind it.
+func ExampleManager_Prewarm() {
+	m, err := sandbox.Open(sandbox.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close() // destroys the idle ones
+	ctx := context.Background()
+	spec := sandbox.DefaultSpec("/srv/rootfs", sandbox.IdleArgs...)
+	if err := m.Prewarm(ctx, sandbox.Request{Spec: spec}, 4); err != nil {
+		log.Fatal(err)
+	}
+	sb, err := m.Launch(ctx, sandbox.Request{Spec: spec, Owner: &sandbox.Owner{Scope: "ws-1"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sb.Destroy()
+	fmt.Println(sb.ID()) // pool-…
+	if _, err := m.Launch(ctx, sandbox.Request{Spec: spec}); errors.Is(err, sandbox.ErrClosed) {
+		fmt.Println("closed")
+	}
+	fmt.Println(sandbox.PoolScope, sandbox.MaxPool)
+}

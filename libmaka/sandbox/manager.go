@@ -63,6 +63,14 @@ type Manager struct {
 	mu     sync.Mutex
 	// owned are the live sandboxes launched with an owner, by key.
 	owned map[string]*Sandbox
+	// pools are the prewarmed sandboxes, by configuration (pool.go);
+	// closed: Close was called; wg counts the refills running. poolMu
+	// guards them (mu is held across an owner's whole launch, which may
+	// claim from a pool).
+	poolMu sync.Mutex
+	pools  map[string]*pool
+	closed bool
+	wg     sync.WaitGroup
 }
 
 // Open opens a Manager on a state root, a contract store and a policy. It
@@ -99,10 +107,12 @@ func Open(opts Options) (*Manager, error) {
 	if err := libmaka.HostUnfit(checks, false); err != nil {
 		return nil, err
 	}
-	return &Manager{rt: &libmaka.Runtime{Root: opts.Root, StateDir: opts.StateDir}, opts: opts, checks: checks, owned: map[string]*Sandbox{}}, nil
+	return &Manager{rt: &libmaka.Runtime{Root: opts.Root, StateDir: opts.StateDir}, opts: opts, checks: checks, owned: map[string]*Sandbox{}, pools: map[string]*pool{}}, nil
 }
 
-// Request names the sandbox to launch: its id, and either a bundle
+// Request names the sandbox to launch: its id (empty: one from a pool of
+// its configuration if one is ready, see Manager.Prewarm, else a new id
+// sb-…), and either a bundle
 // directory holding config.json (Bundle) or a configuration built in Go
 // (Spec, with Bundle the directory a relative root.path is relative to).
 // The sandbox's process should idle (DefaultSpec's does): commands run
@@ -147,26 +157,60 @@ func (m *Manager) Launch(ctx context.Context, req Request) (*Sandbox, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if !libmaka.ValidID(req.ID) {
+	if req.ID != "" && !libmaka.ValidID(req.ID) {
 		return nil, fmt.Errorf("sandbox id %q: use letters, digits and _ + - . (not . or ..)", req.ID)
 	}
-	bundle, err := filepath.Abs(req.Bundle)
+	m.poolMu.Lock()
+	closed := m.closed
+	m.poolMu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	bundle, spec, err := m.configOf(req)
 	if err != nil {
 		return nil, err
+	}
+	if req.Owner == nil {
+		return m.obtain(req.ID, bundle, spec, nil, "")
+	}
+	return m.launchOwned(req, bundle, spec)
+}
+
+// configOf is the request's bundle directory and configuration, its egress
+// declared.
+func (m *Manager) configOf(req Request) (string, *specs.Spec, error) {
+	bundle, err := filepath.Abs(req.Bundle)
+	if err != nil {
+		return "", nil, err
 	}
 	spec := req.Spec
 	if spec == nil {
 		if spec, err = specconv.LoadSpec(bundle); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 	}
 	if spec, err = specconv.WithEgress(spec, req.Egress); err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	if req.Owner == nil {
-		return m.launch(req.ID, bundle, spec, nil, "")
+	return bundle, spec, nil
+}
+
+// obtain is the sandbox a request gets: without an id, one claimed from a
+// pool of its configuration if one is ready, else a fresh launch (under a
+// new id when none was asked for).
+func (m *Manager) obtain(id, bundle string, spec *specs.Spec, owner *launch.OwnerLock, digest string) (*Sandbox, error) {
+	if id == "" {
+		pd, err := poolDigest(bundle, spec)
+		if err != nil {
+			return nil, err
+		}
+		if s := m.claim(pd); s != nil {
+			s.owner, s.digest = owner, digest
+			return s, nil
+		}
+		id = newID("sb-")
 	}
-	return m.launchOwned(req, bundle, spec)
+	return m.launch(id, bundle, spec, owner, digest)
 }
 
 // launchOwned launches (or finds) the sandbox of an owner.
@@ -211,12 +255,12 @@ func (m *Manager) launchOwned(req Request, bundle string, spec *specs.Spec) (*Sa
 			return nil, fmt.Errorf("owner %s: its previous sandbox: %w", req.Owner, err)
 		}
 	}
-	s, err := m.launch(req.ID, bundle, spec, l, digest)
+	s, err := m.obtain(req.ID, bundle, spec, l, digest)
 	if err != nil {
 		l.Release(true)
 		return nil, err
 	}
-	if err := l.Write(launch.OwnerFile{Owner: launch.Owner(*req.Owner), ID: req.ID, Created: s.launched.Created, Digest: digest}); err != nil {
+	if err := l.Write(launch.OwnerFile{Owner: launch.Owner(*req.Owner), ID: s.ID(), Created: s.launched.Created, Digest: digest}); err != nil {
 		_ = s.Destroy()
 		return nil, fmt.Errorf("owner %s: %w", req.Owner, err)
 	}
