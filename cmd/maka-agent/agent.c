@@ -1,0 +1,282 @@
+// maka-agent: the resident agent of a tool sandbox (issue 26). It is the
+// sandbox's init, exec'd by libcontainer's init after the seccomp filter is
+// loaded, so it and every command it starts run with the sandbox's own
+// credentials, filter and limits. It holds one end of a socket pair (fd 3,
+// SOCK_SEQPACKET) whose other end is maka's, outside, and on request starts
+// a command: maka passes the command's stdin, stdout and stderr and a
+// per-command sync socket as descriptors, so the output cap and the
+// deadline stay outside. Before the command runs any code of its own it
+// sends its credentials on the sync socket (the kernel translates its pid
+// into maka's pid namespace, so maka never trusts a pid the agent reports),
+// and waits until maka has placed it in the command's own cgroup.
+//
+// The agent accepts only this protocol, with bounded messages, answers
+// nothing else, and is not dumpable: no process of the sandbox can read
+// its memory or its descriptors. Its socket is unreachable by path and is
+// closed in every command. A dead agent is a dead sandbox: maka treats the
+// end of the socket as the end of the sandbox.
+//
+// Protocol (little-endian; struct layouts below, shared with
+// internal/agent/proto.go):
+//   maka -> agent  START: header, then cwd, argv and env as NUL-terminated
+//                  strings; SCM_RIGHTS: stdin, stdout, stderr, sync (4 fds)
+//                  SIGNAL: header with the id and the signal in flags
+//   agent -> maka  STARTED (id, the pid as the sandbox sees it), EXITED (id,
+//                  wait status, user and system µs, max RSS KiB), FAILED (id,
+//                  errno) for a START it refused or could not fork.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CTL_FD 3
+#define MAGIC 0x314b414dU /* "MAK1" */
+#define MSG_START 1
+#define MSG_SIGNAL 2
+#define MSG_STARTED 16
+#define MSG_EXITED 17
+#define MSG_FAILED 18
+#define MAX_MSG (256 * 1024)
+#define MAX_STRINGS 4096
+#define MAX_CMDS 64
+
+struct header {
+	uint32_t magic, type, id, flags;
+	uint32_t argc, envc;
+};
+
+struct reply {
+	uint32_t magic, type, id, pad;
+	int64_t a, b, c, d;
+};
+
+struct cmd {
+	uint32_t id;
+	pid_t pid;
+};
+
+static struct cmd cmds[MAX_CMDS];
+static char msg[MAX_MSG];
+
+static void reply(uint32_t type, uint32_t id, int64_t a, int64_t b, int64_t c, int64_t d)
+{
+	struct reply r = {.magic = MAGIC, .type = type, .id = id, .a = a, .b = b, .c = c, .d = d};
+	// maka reads every reply; one that cannot be sent means maka is gone.
+	if (send(CTL_FD, &r, sizeof(r), MSG_NOSIGNAL) != (ssize_t)sizeof(r) && errno != EINTR)
+		_exit(0);
+}
+
+static void close_fds(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+// strings walks n NUL-terminated strings from *p, within end, into out.
+static int strings(char **p, char *end, uint32_t n, char **out)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		char *s = *p;
+		char *nul = memchr(s, '\0', end - s);
+		if (nul == NULL)
+			return -1;
+		out[i] = s;
+		*p = nul + 1;
+	}
+	out[n] = NULL;
+	return 0;
+}
+
+// child runs in the forked command: sync with maka, then exec.
+static void child(char *cwd, char **argv, char **envp, int *fds, const sigset_t *old)
+{
+	close(CTL_FD);
+	sigprocmask(SIG_SETMASK, old, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	setsid();
+	// Its credentials (pid, uid, gid), which maka receives translated by
+	// the kernel, and then wait for maka's go: it is then in its cgroup.
+	char b = 'R';
+	if (write(fds[3], &b, 1) != 1)
+		_exit(126);
+	if (read(fds[3], &b, 1) != 1 || b != 'G')
+		_exit(126);
+	for (int i = 0; i < 3; i++)
+		if (dup2(fds[i], i) < 0)
+			_exit(126);
+	for (int i = 0; i < 4; i++)
+		if (fds[i] > 2)
+			close(fds[i]);
+	if (chdir(cwd) < 0) {
+		dprintf(2, "maka: cwd %s: %s\n", cwd, strerror(errno));
+		_exit(126);
+	}
+	environ = envp;
+	execvpe(argv[0], argv, envp);
+	dprintf(2, "maka: exec %s: %s\n", argv[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+static void start(struct header *h, char *body, char *end, int *fds, int nfds, const sigset_t *old)
+{
+	static char *argv[MAX_STRINGS + 1], *envp[MAX_STRINGS + 1];
+	char *p = body, *cwd;
+	int slot = -1;
+	for (int i = 0; i < MAX_CMDS; i++)
+		if (cmds[i].pid == 0) {
+			slot = i;
+			break;
+		}
+	if (nfds != 4 || h->argc < 1 || h->argc > MAX_STRINGS || h->envc > MAX_STRINGS || slot < 0) {
+		reply(MSG_FAILED, h->id, slot < 0 ? EAGAIN : EINVAL, 0, 0, 0);
+		close_fds(fds, nfds);
+		return;
+	}
+	char *one[2];
+	if (strings(&p, end, 1, one) < 0 || strings(&p, end, h->argc, argv) < 0 || strings(&p, end, h->envc, envp) < 0 ||
+	    argv[0][0] == '\0') {
+		reply(MSG_FAILED, h->id, EINVAL, 0, 0, 0);
+		close_fds(fds, nfds);
+		return;
+	}
+	cwd = one[0];
+	pid_t pid = fork();
+	if (pid < 0) {
+		reply(MSG_FAILED, h->id, errno, 0, 0, 0);
+		close_fds(fds, nfds);
+		return;
+	}
+	if (pid == 0)
+		child(cwd, argv, envp, fds, old);
+	close_fds(fds, nfds);
+	cmds[slot].id = h->id;
+	cmds[slot].pid = pid;
+	reply(MSG_STARTED, h->id, pid, 0, 0, 0);
+}
+
+static void signal_cmd(struct header *h)
+{
+	int sig = (int)h->flags;
+	if (sig < 1 || sig > 64)
+		return;
+	for (int i = 0; i < MAX_CMDS; i++)
+		if (cmds[i].pid > 0 && cmds[i].id == h->id)
+			kill(cmds[i].pid, sig);
+}
+
+// request reads one message from maka; 0 means maka closed its end.
+static int request(const sigset_t *old)
+{
+	union {
+		char buf[CMSG_SPACE(8 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = msg, .iov_len = sizeof(msg)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	ssize_t n = recvmsg(CTL_FD, &m, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? 1 : 0;
+	if (n == 0)
+		return 0;
+	int fds[8], nfds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c != NULL; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (int i = 0; i < k && nfds < 8; i++)
+			memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+	}
+	struct header h;
+	if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)n < sizeof(h)) {
+		close_fds(fds, nfds);
+		return 1; // not the protocol: ignored
+	}
+	memcpy(&h, msg, sizeof(h));
+	if (h.magic != MAGIC) {
+		close_fds(fds, nfds);
+		return 1;
+	}
+	switch (h.type) {
+	case MSG_START:
+		start(&h, msg + sizeof(h), msg + n, fds, nfds, old);
+		break;
+	case MSG_SIGNAL:
+		close_fds(fds, nfds);
+		signal_cmd(&h);
+		break;
+	default:
+		close_fds(fds, nfds);
+	}
+	return 1;
+}
+
+// reap collects every child that ended (commands, and what the sandbox
+// left to its init), reporting the commands'.
+static void reap(void)
+{
+	for (;;) {
+		int status;
+		struct rusage ru;
+		pid_t pid = wait4(-1, &status, WNOHANG, &ru);
+		if (pid <= 0)
+			return;
+		for (int i = 0; i < MAX_CMDS; i++)
+			if (cmds[i].pid == pid) {
+				int64_t ut = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+				int64_t st = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+				reply(MSG_EXITED, cmds[i].id, status, ut, st, ru.ru_maxrss);
+				cmds[i].pid = 0;
+			}
+	}
+}
+
+int main(void)
+{
+	// Not dumpable: no process of the sandbox may read its memory or
+	// its descriptors through /proc, nor trace it.
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	// Only the control socket stays: the binary's descriptor (it was
+	// exec'd from one) and anything else inherited go.
+	for (int fd = CTL_FD + 1; fd < 1024; fd++)
+		close(fd);
+	if (fcntl(CTL_FD, F_SETFD, FD_CLOEXEC) < 0)
+		return 1;
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t chld, old;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &old);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		return 1;
+	for (;;) {
+		struct pollfd p[2] = {{.fd = CTL_FD, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		// A second's timeout: orphans reparented to the init are reaped
+		// even if a SIGCHLD was merged away.
+		int n = poll(p, 2, 1000);
+		if (n < 0 && errno != EINTR)
+			return 1;
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				;
+		}
+		reap();
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
+			if (!request(&old))
+				return 0; // maka is gone: the sandbox ends with its init
+	}
+}

@@ -1,0 +1,262 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The agent runs here as a plain child process (no namespace, no cgroup:
+// the protocol and its bounds are what is tested; tests/integration
+// tries it as a sandbox's init).
+
+var agentBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "maka-agent-test")
+	if err == nil {
+		bin := filepath.Join(dir, "maka-agent")
+		src := filepath.Join("..", "..", "cmd", "maka-agent", "agent.c")
+		if out, err := exec.Command("gcc", "-static", "-O2", "-Wall", "-Werror", "-o", bin, src).CombinedOutput(); err == nil {
+			agentBin = bin
+		} else {
+			os.Stderr.Write(out)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startAgent runs the agent with its end of a pair; the client's end.
+func startAgent(t *testing.T) (*Client, *exec.Cmd, *os.File) {
+	t.Helper()
+	if agentBin == "" {
+		t.Skip("no gcc to build cmd/maka-agent")
+	}
+	cf, af, err := Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := unix.Dup(int(cf.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(agentBin)
+	cmd.ExtraFiles = []*os.File{af}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	af.Close()
+	c, err := NewClient(cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf := os.NewFile(uintptr(raw), "raw-client")
+	t.Cleanup(func() {
+		c.Close()
+		rf.Close()
+		_ = cmd.Wait()
+	})
+	return c, cmd, rf
+}
+
+// run starts cmd through c with stdin in, and returns its output and exit.
+func run(t *testing.T, c *Client, args []string, in string) (string, string, Exit) {
+	t.Helper()
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	errR, errW, _ := os.Pipe()
+	p, err := c.Start(Command{Args: args, Env: []string{"PATH=/usr/bin:/bin", "X=1"}, Cwd: "/tmp", Stdin: inR, Stdout: outW, Stderr: errW}, 10*time.Second)
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		t.Fatalf("start %q: %v", args, err)
+	}
+	if p.HostPid <= 0 {
+		t.Fatalf("host pid %d", p.HostPid)
+	}
+	// Before Go the command runs nothing of its own: its pid is the
+	// agent's child, still the agent's program.
+	exe, _ := os.Readlink(filepath.Join("/proc", strconv.Itoa(p.HostPid), "exe"))
+	if strings.Contains(exe, "/cat") || strings.Contains(exe, "/sh") {
+		t.Errorf("before Go the command already runs %s", exe)
+	}
+	if err := p.Go(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { io.WriteString(inW, in); inW.Close() }()
+	var out, errb bytes.Buffer
+	done := make(chan struct{})
+	go func() { io.Copy(&errb, errR); close(done) }()
+	io.Copy(&out, outR)
+	<-done
+	e, err := p.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), e
+}
+
+func TestAgentRunsCommands(t *testing.T) {
+	c, _, _ := startAgent(t)
+	out, errs, e := run(t, c, []string{"sh", "-c", `echo "$X $(pwd)"; cat; echo oops >&2; exit 3`}, "fed\n")
+	if out != "1 /tmp\nfed\n" || errs != "oops\n" || e.Code() != 3 {
+		t.Errorf("out %q err %q exit %d", out, errs, e.Code())
+	}
+	// PATH search, a missing program, a signal's death.
+	if out, _, e := run(t, c, []string{"echo", "a", "b"}, ""); out != "a b\n" || e.Code() != 0 {
+		t.Errorf("echo: %q %d", out, e.Code())
+	}
+	if _, errs, e := run(t, c, []string{"no-such-program"}, ""); e.Code() != 127 || !strings.Contains(errs, "no-such-program") {
+		t.Errorf("missing: %q %d", errs, e.Code())
+	}
+	if _, _, e := run(t, c, []string{"sh", "-c", "kill -9 $$"}, ""); e.Code() != 137 {
+		t.Errorf("killed: %d", e.Code())
+	}
+	// The control socket is closed in the command.
+	if out, _, _ := run(t, c, []string{"sh", "-c", "ls -l /proc/self/fd | grep -c socket || true"}, ""); strings.TrimSpace(out) != "0" {
+		t.Errorf("sockets open in a command: %s", out)
+	}
+}
+
+func TestAgentSignal(t *testing.T) {
+	c, _, _ := startAgent(t)
+	inR, inW, _ := os.Pipe()
+	defer inW.Close()
+	null, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	p, err := c.Start(Command{Args: []string{"sleep", "100"}, Env: []string{"PATH=/usr/bin:/bin"}, Stdin: inR, Stdout: null, Stderr: null}, 10*time.Second)
+	inR.Close()
+	null.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Go()
+	p.Signal(unix.SIGTERM)
+	e, err := p.Wait()
+	if err != nil || !e.Status.Signaled() || e.Status.Signal() != unix.SIGTERM {
+		t.Errorf("after SIGTERM: %v %v", err, e.Status)
+	}
+}
+
+// What is not the protocol is ignored (and its descriptors closed), a
+// malformed START is refused by its id; the agent still serves.
+func TestAgentIgnoresGarbage(t *testing.T) {
+	if agentBin == "" {
+		t.Skip("no gcc to build cmd/maka-agent")
+	}
+	cf, af, err := Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(agentBin)
+	cmd.ExtraFiles = []*os.File{af}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	af.Close()
+	defer func() { cf.Close(); _ = cmd.Wait() }()
+	for _, m := range [][]byte{[]byte("hello"), bytes.Repeat([]byte{0xff}, 100), header(77, 1, 1, 1)} {
+		if _, err := cf.Write(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// START without descriptors, with too many strings, with strings that
+	// run off its end, and one bigger than the agent reads (truncated):
+	// each refused, or ignored.
+	_, _ = cf.Write(header(msgStart, 99, 1, 0))
+	_, _ = cf.Write(header(msgStart, 5, maxStrings+1, 0))
+	_, _ = cf.Write(append(header(msgStart, 6, 2, 0), []byte("/\x00echo")...))
+	_, _ = cf.Write(append(header(msgStart, 7, 1, 0), bytes.Repeat([]byte("a"), maxMsg)...))
+	failed := map[uint32]bool{}
+	buf := make([]byte, 64)
+	for {
+		pfd := []unix.PollFd{{Fd: int32(cf.Fd()), Events: unix.POLLIN}}
+		if n, _ := unix.Poll(pfd, 2000); n != 1 {
+			break
+		}
+		n, err := unix.Read(int(cf.Fd()), buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != replySize || binary.LittleEndian.Uint32(buf[4:]) != msgFailed {
+			t.Fatalf("reply %x", buf[:n])
+		}
+		failed[binary.LittleEndian.Uint32(buf[8:])] = true
+	}
+	if !failed[99] || !failed[5] || !failed[6] || failed[7] {
+		t.Errorf("refused %v, want 99, 5 and 6 (7 is not the protocol: ignored)", failed)
+	}
+	c, err := NewClient(cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if out, _, e := run(t, c, []string{"echo", "still"}, ""); out != "still\n" || e.Code() != 0 {
+		t.Errorf("after garbage: %q %d", out, e.Code())
+	}
+}
+
+func header(typ, id, argc, envc uint32) []byte {
+	b := make([]byte, headerSize)
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], magic)
+	le.PutUint32(b[4:], typ)
+	le.PutUint32(b[8:], id)
+	le.PutUint32(b[16:], argc)
+	le.PutUint32(b[20:], envc)
+	return b
+}
+
+// The end of maka's side ends the agent; the agent's end fails every
+// command in flight with ErrGone.
+func TestAgentGone(t *testing.T) {
+	c, cmd, raw := startAgent(t)
+	raw.Close()
+	inR, inW, _ := os.Pipe()
+	defer inW.Close()
+	null, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	p, err := c.Start(Command{Args: []string{"sleep", "100"}, Env: []string{"PATH=/usr/bin:/bin"}, Stdin: inR, Stdout: null, Stderr: null}, 10*time.Second)
+	inR.Close()
+	null.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Go()
+	_ = cmd.Process.Kill()
+	if _, err := p.Wait(); !errors.Is(err, ErrGone) {
+		t.Errorf("after the agent died: %v", err)
+	}
+	_ = unix.Kill(p.HostPid, unix.SIGKILL)
+	if _, err := c.Start(Command{Args: []string{"true"}, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, time.Second); err == nil {
+		t.Error("a command started with the agent gone")
+	}
+}
+
+func TestEncodeStartBounds(t *testing.T) {
+	f := os.Stdin
+	for _, cmd := range []Command{
+		{Stdin: f, Stdout: f, Stderr: f},
+		{Args: []string{""}, Stdin: f, Stdout: f, Stderr: f},
+		{Args: []string{"a\x00b"}, Stdin: f, Stdout: f, Stderr: f},
+		{Args: []string{strings.Repeat("x", maxMsg)}, Stdin: f, Stdout: f, Stderr: f},
+		{Args: make([]string, maxStrings+1), Stdin: f, Stdout: f, Stderr: f},
+		{Args: []string{"true"}},
+	} {
+		if _, err := encodeStart(cmd); err == nil {
+			t.Errorf("encodeStart accepted %d args", len(cmd.Args))
+		}
+	}
+}
