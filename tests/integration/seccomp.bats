@@ -132,3 +132,44 @@ run_stopped() {
   assert_nothing_left sc-own
   assert_nothing_left sc-own2
 }
+
+# runtime-tools v0.9.0's default seccomp profile (generate/seccomp, as its
+# validation programs write it into every config.json on amd64: util.
+# GetDefaultGenerator's capabilities, so chroot is allowed; default action
+# SCMP_ACT_ERRNO without an errno). It is from 2019 and names no call above
+# copy_file_range (326 on x86_64). The numbers below are x86_64's: statx
+# 332, openat2 437, membarrier 324 (maka allows it, the profile leaves it
+# out, and it is of the profile's era), sysinfo 99.
+V090=$MAKA_REPO/tests/integration/fixtures/seccomp-runtime-tools-v0.9.0.json
+
+@test "restricted: runtime-tools v0.9.0's seccomp profile (which predates statx) runs a container; calls newer than the profile answer ENOSYS, an older one it leaves out its default" {
+  [ "$(uname -m)" = x86_64 ] || skip "syscall numbers are x86_64's"
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'escape sys:332 sys:437 sys:324; echo done'
+  update_config "$BATS_TEST_TMPDIR/b" '.linux.seccomp = $p[0]' --slurpfile p "$V090"
+  run maka_io run --bundle "$BATS_TEST_TMPDIR/b" sc-v090
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "$output" =~ sys:332\ pid=[0-9]+\ ret=-1\ errno=ENOSYS ]]
+  [[ "$output" =~ sys:437\ pid=[0-9]+\ ret=-1\ errno=ENOSYS ]]
+  [[ "$output" =~ sys:324\ pid=[0-9]+\ ret=-1\ errno=EPERM ]]
+  [[ "$output" == *done* ]]
+  assert_nothing_left sc-v090
+}
+
+@test "restricted: v0.9.0's profile with statx allowed and sysinfo refused by name: statx runs, a refusal by name keeps its errno, openat2 answers ENOSYS" {
+  [ "$(uname -m)" = x86_64 ] || skip "syscall numbers are x86_64's"
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'escape sys:332 sys:99 sys:437 sys:324; echo done'
+  update_config "$BATS_TEST_TMPDIR/b" '.linux.seccomp = ($p[0]
+      | .syscalls[0].names = (.syscalls[0].names - ["sysinfo"] + ["statx"])
+      | .syscalls += [{names: ["sysinfo"], action: "SCMP_ACT_ERRNO", errnoRet: 13}])' --slurpfile p "$V090"
+  run maka_io run --bundle "$BATS_TEST_TMPDIR/b" sc-v090s
+  echo "$output"
+  [ "$status" -eq 0 ]
+  # statx(0, NULL, ...) runs: the kernel answers EFAULT.
+  [[ "$output" =~ sys:332\ pid=[0-9]+\ ret=-1\ errno=EFAULT ]]
+  [[ "$output" =~ sys:99\ pid=[0-9]+\ ret=-1\ errno=EACCES ]]
+  [[ "$output" =~ sys:437\ pid=[0-9]+\ ret=-1\ errno=ENOSYS ]]
+  [[ "$output" =~ sys:324\ pid=[0-9]+\ ret=-1\ errno=EPERM ]]
+  [[ "$output" == *done* ]]
+  assert_nothing_left sc-v090s
+}
