@@ -4,6 +4,8 @@
 # (so a libc falls back), ordinary programs run, and a config.json profile
 # can only narrow it: under baseline a profile that allows everything still
 # gets io_uring refused and mount watched; under restricted it is refused.
+# A config.json profile older than a call answers ENOSYS for it, and one
+# under which libcontainer's init could not statx is refused at create.
 
 MAKA_POLICY=   # restricted, the default
 load helpers
@@ -142,20 +144,28 @@ run_stopped() {
 # out, and it is of the profile's era), sysinfo 99.
 V090=$MAKA_REPO/tests/integration/fixtures/seccomp-runtime-tools-v0.9.0.json
 
-@test "restricted: runtime-tools v0.9.0's seccomp profile (which predates statx) runs a container; calls newer than the profile answer ENOSYS, an older one it leaves out its default" {
+# libcontainer's init calls statx after loading the filter (the overmount
+# check of its procfs handle when it reopens the exec fifo) and, having
+# probed it before, does not fall back: ENOSYS ends it as EPERM would
+# ("could not get mount id: function not implemented", seen here before
+# maka refused the profile). So the profile as published is refused at
+# create, naming the field, before anything exists.
+@test "restricted: runtime-tools v0.9.0's seccomp profile (which predates statx) is refused at create, naming linux.seccomp.defaultAction" {
   [ "$(uname -m)" = x86_64 ] || skip "syscall numbers are x86_64's"
-  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'escape sys:332 sys:437 sys:324; echo done'
+  make_bundle "$BATS_TEST_TMPDIR/b" true
   update_config "$BATS_TEST_TMPDIR/b" '.linux.seccomp = $p[0]' --slurpfile p "$V090"
-  run maka_io run --bundle "$BATS_TEST_TMPDIR/b" sc-v090
+  run maka_io create --bundle "$BATS_TEST_TMPDIR/b" sc-v090
   echo "$output"
-  [ "$status" -eq 0 ]
-  [[ "$output" =~ sys:332\ pid=[0-9]+\ ret=-1\ errno=ENOSYS ]]
-  [[ "$output" =~ sys:437\ pid=[0-9]+\ ret=-1\ errno=ENOSYS ]]
-  [[ "$output" =~ sys:324\ pid=[0-9]+\ ret=-1\ errno=EPERM ]]
-  [[ "$output" == *done* ]]
+  [ "$status" -eq 1 ]
+  [[ "$output" == "BOUNDARY_REJECTED: "* ]]
+  [[ "$output" == *"linux.seccomp.defaultAction: the profile refuses statx (ENOSYS: the profile predates it), which the runtime's init calls after the filter is loaded (allow statx in the profile)"* ]]
   assert_nothing_left sc-v090
 }
 
+# With statx allowed (runtime-tools added it after v0.9.0, in its #744) the
+# container runs: the calls newer than the profile (openat2, above statx)
+# answer ENOSYS, one of its era it leaves out (membarrier) its default, and
+# one it refuses by name its own errno.
 @test "restricted: v0.9.0's profile with statx allowed and sysinfo refused by name: statx runs, a refusal by name keeps its errno, openat2 answers ENOSYS" {
   [ "$(uname -m)" = x86_64 ] || skip "syscall numbers are x86_64's"
   make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'escape sys:332 sys:99 sys:437 sys:324; echo done'
