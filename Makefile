@@ -44,7 +44,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: FORCE all build maka monitor static install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite images test demo bench deps deps-packages lint clean
+.PHONY: FORCE all build maka monitor static install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation images test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -105,7 +105,7 @@ dist: static
 		sha256sum dist/$(DIST_NAME)/maka | sed 's| dist/$(DIST_NAME)/| |' > $(DIST_NAME).maka.sha256
 	@echo "dist: build/$(DIST_NAME).tar.gz"; cat build/$(DIST_NAME).tar.gz.sha256
 
-fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape $(FIXTURES)/swapper $(FIXTURES)/sandbox.test $(FIXTURES)/toolsandbox
+fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape $(FIXTURES)/swapper $(FIXTURES)/sandbox.test $(FIXTURES)/toolsandbox $(FIXTURES)/egresstool
 
 # The Go API's tests that launch real sandboxes (libmaka/sandbox,
 # guest_test.go) and the example program, built here and run in the guest
@@ -116,6 +116,10 @@ $(FIXTURES)/sandbox.test: FORCE
 $(FIXTURES)/toolsandbox: FORCE
 	mkdir -p $(FIXTURES)
 	$(GO) build -tags "$(BUILDTAGS)" -o $@ ./examples/toolsandbox
+# egress.bats' servers and client, static: the client runs in the busybox root.
+$(FIXTURES)/egresstool: FORCE
+	mkdir -p $(FIXTURES)
+	CGO_ENABLED=0 $(GO) build -o $@ ./tests/integration/egresstool
 FORCE:
 
 # The two images runc's integration suite runs on (busybox, Debian bookworm
@@ -180,6 +184,13 @@ soak: build fixtures crictl
 runc-suite: build images
 	RUNC_SUITE_CACHE=$(FIXTURES)/images tests/runc-suite/run.sh $(RUNC_SUITE_FILES)
 
+# The OCI runtime-tools validation suite (v0.9.0's 58 programs) against maka,
+# runc and crun side by side, in one guest; never part of `make test`.
+# OCI_VALIDATION_RUNTIMES ("maka runc crun"), OCI_VALIDATION_PROGRAMS (a subset).
+# Summary in build/oci-validation/summary.txt; see docs/dev/oci-validation.md.
+oci-validation: build
+	tests/oci-validation/run.sh $(OCI_VALIDATION_RUNTIMES)
+
 # One real container, end to end (in the guest unless this host is cgroup v2).
 demo: build fixtures
 	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES); \
@@ -212,7 +223,8 @@ bench: build fixtures
 FUZZ_TARGETS = ./specconv:FuzzToBoundary ./specconv:FuzzParseSpec ./specconv:FuzzParsePolicy \
 	./specconv:FuzzNarrowSeccomp ./specconv:FuzzParseSize ./libmaka:FuzzParseRecord \
 	./libmaka:FuzzParseSignal ./libmaka:FuzzValidID ./libmaka:FuzzPlainName .:FuzzParseUser .:FuzzParseProcess \
-	./specconv:FuzzParseResources ./libmaka/monitor:FuzzReadRecords ./internal/printable:FuzzString
+	./specconv:FuzzParseResources ./libmaka/monitor:FuzzReadRecords ./internal/printable:FuzzString \
+	./libmaka/egress:FuzzParseEntry ./libmaka/egress:FuzzRequest ./libmaka/egress:FuzzClientHello
 FUZZ_SLOW = FuzzNarrowSeccomp
 FUZZTIME ?= 2m
 FUZZTIME_SLOW ?= $(FUZZTIME)

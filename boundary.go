@@ -219,6 +219,9 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 	if b.Network.Path != "" {
 		net += " " + b.Network.Path
 	}
+	if b.Network.Mode == libmaka.NetworkEgress {
+		net += " via " + b.Network.Proxy + ": " + strings.Join(b.Network.Egress, " ")
+	}
 	row("network", "%s", net)
 	// "unlimited" where there is no limit, never a bare 0.
 	row("limits", "%s", b.Limits)

@@ -73,6 +73,10 @@ func TestDenialSummary(t *testing.T) {
 	if got := denialSummary(recs[2:3]); got != "" {
 		t.Errorf("nothing denied: %q", got)
 	}
+	recs = append(recs, monitor.Record{Type: "network", Action: "deny", Reason: "not-listed", Repeat: 4}, monitor.Record{Type: "network", Action: "kill", Reason: "raw-ip"})
+	if got, want := denialSummary(recs), "3 call(s) denied: unshare x2, mount x1; 5 connection(s) refused by the egress proxy"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
 }
 
 // libcontainer's note on the prestart wrapper it cannot serialize is

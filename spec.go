@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/maka-runtime/maka/libmaka/egress"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
+	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/urfave/cli/v2"
 )
@@ -24,7 +26,10 @@ images) is made by maka outside the root, which is never written.
 
 The configuration passes the default restricted profile as it is: no
 capabilities, a read-only root, /tmp, /run and /maka/work as 128 MiB tmpfs,
-a private network namespace with only loopback.
+a private network namespace with only loopback. With --egress HOST:PORT
+(repeatable) it declares egress (the org.maka.egress annotation): the
+sandbox reaches those hosts through maka's proxy, and nothing else; the
+policy's egress must allow them (see docs/egress.md).
 
 EXAMPLE:
        # mkdir box && cd box && maka spec && mkdir rootfs
@@ -32,6 +37,7 @@ EXAMPLE:
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "bundle", Aliases: []string{"b"}, Usage: "path to the root of the bundle directory"},
 		&cli.BoolFlag{Name: "rootless", Usage: "generate a configuration for a rootless container"},
+		&cli.StringSliceFlag{Name: "egress", Usage: "a host:port the sandbox may reach through maka's proxy (repeatable; within the policy's egress)"},
 	},
 	Action: func(c *cli.Context) error {
 		if err := checkArgs(c, 0, exactArgs); err != nil {
@@ -41,6 +47,17 @@ EXAMPLE:
 		spec.Process.Terminal = true // runc's: `maka run ID` gives a shell
 		if c.Bool("rootless") {
 			rootlessSpec(spec)
+		}
+		if entries := c.StringSlice("egress"); len(entries) > 0 {
+			// Checked here as the annotation will be: a typo fails now,
+			// not at create.
+			if _, err := egress.ParseList(entries); err != nil {
+				return fmt.Errorf("spec: --egress: %w", err)
+			}
+			var err error
+			if spec, err = specconv.WithEgress(spec, entries); err != nil {
+				return err
+			}
 		}
 		path := filepath.Join(c.String("bundle"), "config.json")
 		if _, err := os.Stat(path); err == nil {

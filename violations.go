@@ -114,6 +114,8 @@ func what(r monitor.Record) string {
 		return p(r.Syscall) + " " + p(r.Path) + " " + p(r.Flags) + repeated(r)
 	case monitor.TypeSuppressed, monitor.TypeJournalError:
 		return strconv.FormatUint(r.Count, 10) + " record(s): " + p(r.Detail)
+	case monitor.TypeNetwork:
+		return r.NetworkWhat() + repeated(r)
 	case monitor.TypeLimit:
 		s := p(r.Kind)
 		if r.Count > 0 {
@@ -255,11 +257,17 @@ func pruneViolations(c *cli.Context) error {
 }
 
 // denialSummary is one line saying what the monitor denied (deny mode),
-// grouped by syscall in the order first seen: "" if nothing.
+// grouped by syscall in the order first seen, and how many connections the
+// egress proxy refused: "" if nothing.
 func denialSummary(recs []monitor.Record) string {
 	counts := map[string]int{}
 	var order []string
+	refused := 0
 	for _, r := range recs {
+		if r.Type == monitor.TypeNetwork {
+			refused += int(r.Times())
+			continue
+		}
 		if r.Action != monitor.ActionDeny {
 			continue
 		}
@@ -272,14 +280,18 @@ func denialSummary(recs []monitor.Record) string {
 		}
 		counts[what] += int(r.Times())
 	}
-	if len(order) == 0 {
-		return ""
+	var lines []string
+	if len(order) > 0 {
+		total := 0
+		parts := make([]string, len(order))
+		for i, w := range order {
+			parts[i] = fmt.Sprintf("%s x%d", w, counts[w])
+			total += counts[w]
+		}
+		lines = append(lines, fmt.Sprintf("%d call(s) denied: %s", total, strings.Join(parts, ", ")))
 	}
-	total := 0
-	parts := make([]string, len(order))
-	for i, w := range order {
-		parts[i] = fmt.Sprintf("%s x%d", w, counts[w])
-		total += counts[w]
+	if refused > 0 {
+		lines = append(lines, fmt.Sprintf("%d connection(s) refused by the egress proxy", refused))
 	}
-	return fmt.Sprintf("%d call(s) denied: %s", total, strings.Join(parts, ", "))
+	return strings.Join(lines, "; ")
 }

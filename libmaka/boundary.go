@@ -157,12 +157,25 @@ const (
 	NetworkClosed = "closed" // a new network namespace with only loopback
 	NetworkNetns  = "netns"  // joins the declared namespace path
 	NetworkHost   = "host"   // the host's network (no network namespace)
+	// NetworkEgress: closed, and the hosts of Egress reachable through
+	// maka's proxy, listening on Proxy inside the sandbox's namespace and
+	// served from outside it (docs/egress.md).
+	NetworkEgress = "egress"
 )
+
+// EgressProxy is where the proxy listens inside a sandbox under egress
+// (its own loopback: nothing else can reach it).
+const EgressProxy = "127.0.0.1:3128"
 
 // Network says how the sandbox reaches the network.
 type Network struct {
 	Mode string `json:"mode"`
 	Path string `json:"path,omitempty"`
+	// Egress (mode egress) are the host:port entries the sandbox may reach
+	// (libmaka/egress.ParseEntry), as checked against the policy's
+	// ceiling; Proxy is the proxy's address inside the sandbox.
+	Egress []string `json:"egress,omitempty"`
+	Proxy  string   `json:"proxy,omitempty"`
 }
 
 // Limits are the sandbox's resource limits. Zero means unlimited where

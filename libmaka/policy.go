@@ -79,6 +79,17 @@ type Policy struct {
 	OnViolation string `json:"onViolation"`
 	// Audit: "" or "files" (record writes aimed at read-only paths).
 	Audit string `json:"audit"`
+	// Egress is the ceiling of the destinations a sandbox may declare
+	// (org.maka.egress): host:port entries in egress.ParseEntry's syntax,
+	// each declared entry covered by one of them (egress.Entry.Covers).
+	// Empty under both built-in profiles: no sandbox has egress until the
+	// policy lists some.
+	Egress []string `json:"egress"`
+	// EgressLimits bound each sandbox's egress proxy.
+	EgressLimits EgressLimits `json:"egressLimits"`
+	// OnEgressRefusal: deny (refuse and record: the default under every
+	// onViolation) or kill (also destroy the sandbox).
+	OnEgressRefusal string `json:"onEgressRefusal"`
 	// Source is the policy file this policy was read from ("" for a
 	// built-in profile), and Modified says whether that file changed any
 	// item of its profile: both are persisted with each container's
@@ -86,6 +97,22 @@ type Policy struct {
 	Source   string `json:"source,omitempty"`
 	Modified bool   `json:"modified,omitempty"`
 }
+
+// EgressLimits bound a sandbox's egress proxy; each refusal they cause is
+// a violation record.
+type EgressLimits struct {
+	// Connections served at once (at least 1).
+	Connections int `json:"connections"`
+	// IdleTimeout: seconds without a byte either way before a connection
+	// is closed (at least 1).
+	IdleTimeout int64 `json:"idleTimeout"`
+	// Bytes the proxy carries over the sandbox's life, both ways (0: no
+	// bound).
+	Bytes int64 `json:"bytes"`
+}
+
+// DefaultEgressLimits are both profiles'.
+var DefaultEgressLimits = EgressLimits{Connections: 64, IdleTimeout: 300}
 
 // DefaultMaxCommandTimeout is both profiles' maxCommandTimeout, as the
 // bubblewrap backend maka's tool sandbox follows has it.
@@ -168,6 +195,9 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 			MaxLimits:         Limits{Memory: 4 * gib, Swap: 0, Pids: 1024, Cpus: 4, TmpfsSize: gib, Timeout: 3600},
 			OnViolation:       "kill",
 			MaxCommandTimeout: DefaultMaxCommandTimeout,
+			Egress:            []string{},
+			EgressLimits:      DefaultEgressLimits,
+			OnEgressRefusal:   "deny",
 		}, nil
 	case ProfileBaseline:
 		return &Policy{
@@ -199,6 +229,9 @@ func BuiltinPolicy(profile string) (*Policy, error) {
 			MaxLimits:         Limits{Memory: 64 * gib, Swap: -1, Pids: 32768, Cpus: 64, TmpfsSize: 16 * gib, Timeout: 0},
 			OnViolation:       "deny",
 			MaxCommandTimeout: DefaultMaxCommandTimeout,
+			Egress:            []string{},
+			EgressLimits:      DefaultEgressLimits,
+			OnEgressRefusal:   "deny",
 		}, nil
 	}
 	return nil, fmt.Errorf("profile: unknown profile %q (want %s or %s)", profile, ProfileRestricted, ProfileBaseline)
@@ -225,6 +258,9 @@ type policyFile struct {
 	OnViolation       *string     `json:"onViolation"`
 	Audit             *string     `json:"audit"`
 	MaxCommandTimeout *int64      `json:"maxCommandTimeout"`
+	Egress            *[]string   `json:"egress"`
+	EgressLimits      *egressFile `json:"egressLimits"`
+	OnEgressRefusal   *string     `json:"onEgressRefusal"`
 }
 
 // LoadPolicy reads a policy file. An empty path means the default file if
@@ -316,6 +352,13 @@ func ParsePolicy(data []byte) (*Policy, error) {
 			return nil, fmt.Errorf("maxCommandTimeout: %d is not a timeout (seconds, 1 to %d)", p.MaxCommandTimeout, maxCommandTimeoutCeiling)
 		}
 	}
+	if f.Egress != nil {
+		p.Egress = *f.Egress
+	}
+	f.EgressLimits.mergeInto(&p.EgressLimits)
+	if f.OnEgressRefusal != nil {
+		p.OnEgressRefusal = *f.OnEgressRefusal
+	}
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
@@ -378,6 +421,7 @@ func (p *Policy) validate() error {
 	if p.Audit != "" && p.Audit != "files" {
 		errs = append(errs, fmt.Sprintf("audit: %q is not \"\" or files", p.Audit))
 	}
+	errs = append(errs, p.validateEgress()...)
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
@@ -430,6 +474,9 @@ func (p *Policy) meetRestricted() *Policy {
 	r.MaxCommandTimeout = stricterCommandTimeout(r.MaxCommandTimeout, p.MaxCommandTimeout)
 	r.OnViolation = stricterOf(p.OnViolation, r.OnViolation, "kill")
 	r.Audit = stricterOf(r.Audit, p.Audit, "files")
+	r.Egress = intersect(r.Egress, p.Egress)
+	r.EgressLimits = stricterEgressLimits(r.EgressLimits, p.EgressLimits)
+	r.OnEgressRefusal = stricterOf(p.OnEgressRefusal, r.OnEgressRefusal, "kill")
 	return r
 }
 

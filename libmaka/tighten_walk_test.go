@@ -71,6 +71,12 @@ func TestTightenNeverLoosensAnyField(t *testing.T) {
 		"MaxCommandTimeout": func(r, a *Policy) bool { return r.CommandTimeout() <= a.CommandTimeout() },
 		"OnViolation":       func(r, a *Policy) bool { return r.OnViolation == "kill" || a.OnViolation == "deny" },
 		"Audit":             func(r, a *Policy) bool { return r.Audit == "files" || a.Audit == "" },
+		"Egress":            func(r, a *Policy) bool { return subset(r.Egress, a.Egress) },
+		"EgressLimits": func(r, a *Policy) bool {
+			x, y := r.EgressLimits, a.EgressLimits
+			return x.Connections <= y.Connections && x.IdleTimeout <= y.IdleTimeout && (y.Bytes == 0 || (x.Bytes != 0 && x.Bytes <= y.Bytes))
+		},
+		"OnEgressRefusal": func(r, a *Policy) bool { return r.OnEgressRefusal == "kill" || a.OnEgressRefusal == "deny" },
 	}
 	// Fields that are not a strictness: the tightened policy keeps the
 	// file's (its pool, its rootless user, where it was read from).
@@ -96,6 +102,8 @@ func TestTightenNeverLoosensAnyField(t *testing.T) {
 		`{"profile": "baseline", "maxCommandTimeout": 600, "oomScoreAdjMin": -500, "devices": ["/dev/fuse"],
 		  "defaultLimits": {"timeout": 0}, "maxLimits": {"memory": 0, "swap": -1, "pids": 0, "cpus": 0, "timeout": 0}}`,
 		`{"profile": "baseline", "maxCommandTimeout": 30, "defaultLimits": {"memory": 104857600}, "maxLimits": {"timeout": 60}}`,
+		`{"profile": "baseline", "egress": ["*.example.com:443", "192.0.2.0/24:80"], "egressLimits": {"connections": 8, "idleTimeout": 9999, "bytes": 1000},
+		  "onEgressRefusal": "kill"}`,
 	} {
 		p, err := ParsePolicy([]byte(doc))
 		if err != nil {

@@ -345,6 +345,9 @@ func compile(host libmaka.Host, spec *specs.Spec, policy *libmaka.Policy) (*libm
 	}
 	b := summarise(ns, policy, c.timeout, c.defaultSeccomp)
 	b.Rootfs.WritableView = c.writableView
+	if c.egress != nil && b.Network.Mode == libmaka.NetworkClosed {
+		b.Network = libmaka.Network{Mode: libmaka.NetworkEgress, Egress: c.egress, Proxy: libmaka.EgressProxy}
+	}
 	b.Syscalls.Narrowed = c.seccompNarrowed
 	if !v.Allowed {
 		return b, v, &RejectedError{Verdict: v}
@@ -404,6 +407,8 @@ type checker struct {
 	// writableView: root.readonly false under a policy that does not let
 	// the root be written (checkRoot).
 	writableView bool
+	// egress: the entries of org.maka.egress, checked (checkEgress).
+	egress []string
 }
 
 func (c *checker) reject(field, allow, format string, args ...any) {
@@ -562,6 +567,7 @@ func (c *checker) checkNamespaces() {
 		l.Namespaces = append(l.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
 	}
 	c.checkTimeOffsets(have)
+	c.checkEgress(have)
 }
 
 func (c *checker) checkMounts() {

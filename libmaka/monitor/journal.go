@@ -139,10 +139,13 @@ func (s *Stats) suppress(n uint64, at time.Time, byRate bool) {
 // the arguments (an address, a fresh flag mix), which a loop varies.
 type foldKey struct {
 	typ, syscall, comm, action, errno, path, flags, kind string
+	// A network record's: the same refusal of the same destination.
+	host, reason, proto string
+	port                int
 }
 
 func keyOf(r Record) foldKey {
-	return foldKey{r.Type, r.Syscall, r.Comm, r.Action, r.Errno, r.Path, r.Flags, r.Kind}
+	return foldKey{r.Type, r.Syscall, r.Comm, r.Action, r.Errno, r.Path, r.Flags, r.Kind, r.Host, r.Reason, r.Proto, r.Port}
 }
 
 // fold is a kind of record already in the journal, and its repeats since

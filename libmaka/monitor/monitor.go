@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/maka-runtime/maka/libmaka/egress"
 	"golang.org/x/sys/unix"
 )
 
@@ -58,9 +59,14 @@ type Monitor struct {
 	closed       bool
 	// journalFailed: a write of the journal failed (logged once).
 	journalFailed bool
-	quit          chan struct{} // closed by Close: stops the tmpfs sampler
-	done          chan struct{} // closed when the container's cgroup is empty or gone
-	doneOnce      sync.Once
+	// proxy serves the sandbox's egress (ServeEgress), egress counts it;
+	// egressKill: a refusal destroys the sandbox (onEgressRefusal kill).
+	proxy      *egress.Proxy
+	egress     *egressRecorder
+	egressKill bool
+	quit       chan struct{} // closed by Close: stops the tmpfs sampler
+	done       chan struct{} // closed when the container's cgroup is empty or gone
+	doneOnce   sync.Once
 }
 
 // New opens the journal (created empty, so that followers can watch it).
@@ -237,7 +243,14 @@ func (m *Monitor) handle(fd int, n *seccompNotif, at time.Time) {
 // and measures how long the sandbox takes to empty from r.Time (when the
 // violation reached the monitor).
 func (m *Monitor) violation(r Record, hostPid int) {
+	m.mu.Lock()
 	kill := m.cfg.OnViolation == ActionKill || r.Kind == LimitTimeout
+	if r.Type == TypeNetwork {
+		// A refusal is refused under every onViolation; only the
+		// policy's onEgressRefusal makes it fatal.
+		kill = m.egressKill
+	}
+	m.mu.Unlock()
 	if kill {
 		r.Action, r.Errno = ActionKill, ""
 	}
@@ -445,7 +458,12 @@ func (m *Monitor) Close() error {
 		m.timer.Stop()
 	}
 	measured := m.killMeasured
+	proxy := m.proxy
 	m.mu.Unlock()
+	// Fail closed first: no connection outlives the watch.
+	if proxy != nil {
+		proxy.Close()
+	}
 	if measured != nil {
 		<-measured
 	}
@@ -463,10 +481,15 @@ func (m *Monitor) Close() error {
 	}
 	m.tmpfs = nil
 	killed := m.killTiming
+	var eg *egress.Snapshot
+	if m.egress != nil {
+		snap := m.egress.Snapshot()
+		eg = &snap
+	}
 	m.mu.Unlock()
 	m.timing.Wait()
 	if cg != "" {
-		_ = writePeak(m.cfg.StateDir, cg, tmpfs, killed)
+		_ = writePeak(m.cfg.StateDir, cg, tmpfs, killed, eg)
 	}
 	for _, ln := range lns {
 		ln.Close()

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/maka-runtime/maka/libmaka/egress"
 )
 
 // PeakFile holds what the monitor saw of the container when it stopped:
@@ -22,6 +24,9 @@ type Peak struct {
 	// Killed: the sandbox was destroyed by the monitor (kill mode or the
 	// timeout), and how long it took to empty.
 	Killed *KillTiming `json:"killed,omitempty"`
+	// Egress: the egress proxy's counters (a sandbox under egress):
+	// connections and bytes each way per destination, refusals by reason.
+	Egress *egress.Snapshot `json:"egress,omitempty"`
 }
 
 // TmpfsUse is the use of one writable tmpfs. The kernel keeps no peak per
@@ -69,7 +74,7 @@ func newKillTiming(violation, empty time.Time, emptied bool) *KillTiming {
 	return k
 }
 
-func writePeak(stateDir, cgroupDir string, tmpfs []TmpfsUse, killed *KillTiming) error {
+func writePeak(stateDir, cgroupDir string, tmpfs []TmpfsUse, killed *KillTiming, eg *egress.Snapshot) error {
 	if _, err := os.Stat(cgroupDir); err != nil {
 		return err
 	}
@@ -78,6 +83,7 @@ func writePeak(stateDir, cgroupDir string, tmpfs []TmpfsUse, killed *KillTiming)
 		Memory: readInt(filepath.Join(cgroupDir, "memory.peak")),
 		Pids:   readInt(filepath.Join(cgroupDir, "pids.peak")),
 		Tmpfs:  tmpfs,
+		Egress: eg,
 		Killed: killed,
 	}
 	data, err := json.Marshal(p)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -22,6 +21,8 @@ type Info struct {
 	Cgroup  string   `json:"cgroup"`
 	InitPid int      `json:"initPid"`
 	Tmpfs   []string `json:"tmpfs"`
+	// Egress: the sandbox's egress, whose listener comes with Info.
+	Egress *EgressConfig `json:"egress,omitempty"`
 }
 
 // dropPagesAfter is how long after its launcher's exit the detached monitor
@@ -53,11 +54,25 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	}
 	defer m.Close()
 	m.Serve(ln.(*net.UnixListener))
-	data, _ := io.ReadAll(info)
+	data, egressLn, _ := recvInfo(info)
 	info.Close()
 	var in Info
 	if json.Unmarshal(data, &in) != nil || in.Cgroup == "" {
+		if egressLn != nil {
+			egressLn.Close()
+		}
 		return nil // create failed: nothing to watch
+	}
+	if (in.Egress != nil) != (egressLn != nil) {
+		if egressLn != nil {
+			egressLn.Close()
+		}
+		return fmt.Errorf("monitor %s: egress without its listener", cfg.ID) // create fails
+	}
+	if egressLn != nil {
+		if err := m.ServeEgress(egressLn, *in.Egress); err != nil {
+			return err
+		}
 	}
 	if err := m.Attach(in.Cgroup, in.InitPid, in.Tmpfs); err != nil {
 		return err // create/run reads EOF on ack: it fails

@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +24,7 @@ const (
 	TypeSyscall = "syscall" // a watched syscall was attempted
 	TypeFile    = "file"    // a write-mode open aimed at a read-only part (audit)
 	TypeLimit   = "limit"   // a cgroup limit was hit, or the timeout expired
+	TypeNetwork = "network" // the egress proxy refused a connection
 	// Never in the journal: ReadViolations adds them from its stats.
 	TypeSuppressed   = "suppressed"    // records the journal's cap or rate limit dropped
 	TypeJournalError = "journal_error" // records that could not be written
@@ -70,8 +73,17 @@ type Record struct {
 	Repeat uint64     `json:"repeat,omitempty"`
 	Last   *time.Time `json:"last,omitempty"`
 	// Detail: what a record ReadViolations adds says (suppressed,
-	// journal_error).
+	// journal_error), or a network record's cause in a few words.
 	Detail string `json:"detail,omitempty"`
+	// Host, Port, Addr, Reason and Proto: a network record's request as
+	// the sandbox asked (Host is its choice: escape it), the address
+	// refused if any, why (libmaka/egress's reasons) and how it asked
+	// (connect, http, socks5).
+	Host   string `json:"host,omitempty"`
+	Port   int    `json:"port,omitempty"`
+	Addr   string `json:"addr,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Proto  string `json:"proto,omitempty"`
 }
 
 // Times is how many occurrences the record stands for.
@@ -106,6 +118,8 @@ func (r Record) Summary() string {
 		}
 	case TypeSuppressed, TypeJournalError:
 		fmt.Fprintf(&b, "%s x%d: %s", r.Type, r.Count, r.Detail)
+	case TypeNetwork:
+		fmt.Fprintf(&b, "network %s", r.NetworkWhat())
 	default:
 		fmt.Fprintf(&b, "%s", r.Type)
 	}
@@ -114,9 +128,34 @@ func (r Record) Summary() string {
 	}
 	switch r.Action {
 	case ActionDeny:
-		fmt.Fprintf(&b, ", denied (%s)", r.Errno)
+		if r.Errno == "" {
+			b.WriteString(", refused")
+		} else {
+			fmt.Fprintf(&b, ", denied (%s)", r.Errno)
+		}
 	case ActionKill:
 		b.WriteString(", sandbox killed")
+	}
+	return b.String()
+}
+
+// NetworkWhat is a network record's subject in one line: the reason, the
+// destination asked for, the address refused and the protocol, with what
+// the sandbox chose escaped.
+func (r Record) NetworkWhat() string {
+	var b strings.Builder
+	b.WriteString(printable.String(r.Reason))
+	if r.Host != "" {
+		fmt.Fprintf(&b, " %s", printable.String(net.JoinHostPort(r.Host, strconv.Itoa(r.Port))))
+	}
+	if r.Addr != "" {
+		fmt.Fprintf(&b, " (%s)", printable.String(r.Addr))
+	}
+	if r.Proto != "" {
+		fmt.Fprintf(&b, " via %s", printable.String(r.Proto))
+	}
+	if r.Detail != "" {
+		fmt.Fprintf(&b, ": %s", printable.String(r.Detail))
 	}
 	return b.String()
 }

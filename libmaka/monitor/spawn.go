@@ -63,7 +63,9 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 		return nil, fmt.Errorf("monitor: %w", err)
 	}
 	defer lf.Close()
-	infoR, infoW, err := os.Pipe()
+	// Info goes over a socket, not a pipe: it may carry the egress
+	// proxy's listener, made once the init exists (SCM_RIGHTS).
+	infoR, infoW, err := socketPair()
 	if err != nil {
 		return nil, fmt.Errorf("monitor: %w", err)
 	}
@@ -146,10 +148,11 @@ func Args(root string, cfg Config) []string {
 }
 
 // Attach tells the monitor the init is running (its cgroup exists, its
-// mounts are set up) and waits until the monitor is attached.
-func (d *Detached) Attach(in Info) error {
+// mounts are set up), hands it the egress proxy's listener if there is one
+// (egressLn, with in.Egress), and waits until the monitor is attached.
+func (d *Detached) Attach(in Info, egressLn *os.File) error {
 	data, _ := json.Marshal(in)
-	_, err := d.info.Write(data)
+	err := sendInfo(d.info, data, egressLn)
 	d.info.Close()
 	d.info = nil
 	if err != nil {

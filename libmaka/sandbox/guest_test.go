@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -555,5 +556,58 @@ func TestGuestRecoverAndRelaunch(t *testing.T) {
 	}
 	if _, err := m.RecoverAndRelaunch(""); err == nil {
 		t.Error("RecoverAndRelaunch without a monitor program: no error")
+	}
+}
+
+// A sandbox launched with Request.Egress reaches what it declared through
+// the proxy its Manager serves, and a refusal is a network record.
+func TestGuestEgress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("hello through the proxy\n"))
+			c.Close()
+		}
+	}()
+	dest := ln.Addr().String()
+	pol, err := libmaka.ParsePolicy([]byte(`{"profile": "restricted", "egress": ["` + dest + `"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, rootfs := guestManager(t, Options{Policy: pol})
+	ctx := context.Background()
+	s, err := m.Launch(ctx, Request{ID: "api-egress", Bundle: "/", Spec: DefaultSpec(rootfs, IdleArgs...), Egress: []string{dest}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Destroy(); err != nil {
+			t.Error(err)
+		}
+	}()
+	ask := func(target string) string {
+		res, err := s.Exec(ctx, Command{Args: []string{"sh", "-c", `printf 'CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n' "$1" "$1" | nc 127.0.0.1 3128`, "sh", target}})
+		if err != nil {
+			t.Fatalf("CONNECT %s: %v", target, err)
+		}
+		return string(res.Stdout)
+	}
+	if out := ask(dest); !strings.Contains(out, " 200 ") || !strings.Contains(out, "hello through the proxy") {
+		t.Errorf("CONNECT %s: %q", dest, out)
+	}
+	if out := ask("127.0.0.1:1"); !strings.Contains(out, "403 Forbidden") || !strings.Contains(out, "raw-ip 127.0.0.1:1") {
+		t.Errorf("CONNECT 127.0.0.1:1: %q", out)
+	}
+	recs, err := s.Violations()
+	if err != nil || len(recs) != 1 || recs[0].Type != "network" || recs[0].Reason != "raw-ip" || recs[0].Action != "deny" {
+		t.Errorf("violations: %v %+v", err, recs)
 	}
 }

@@ -176,7 +176,15 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	if err = ctr.SetInitRlimits(s.Pid, specconv.InitRlimits(specconv.ProcessOf(b))); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
 	}
-	if err = w.attach(ctr.CgroupPath(), s.Pid); err != nil {
+	if b.Network.Mode == libmaka.NetworkEgress {
+		// Made in the init's network namespace while the init is parked:
+		// the port is the proxy's before any code of the sandbox's runs.
+		if w.egressLn, err = libmaka.EgressListen(s.Pid, b.Network.Proxy, b.Users.Namespace); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
+		}
+		phase.Mark("egress listener")
+	}
+	if err = w.attach(ctr.CgroupPath(), s.Pid, egressConfig(b, l.Policy)); err != nil {
 		return nil, err
 	}
 	phase.Mark("monitor attach")
@@ -293,6 +301,24 @@ type watch struct {
 	tmpfs    []string         // the container paths of its writable tmpfs mounts
 	mon      *monitor.Monitor // attached
 	detached *monitor.Detached
+	// egressLn is the egress proxy's listener (a sandbox under egress),
+	// until the monitor takes it at attach.
+	egressLn *os.File
+}
+
+// egressConfig is the egress the monitor serves for b under policy p (nil:
+// b has none).
+func egressConfig(b *libmaka.Boundary, p *libmaka.Policy) *monitor.EgressConfig {
+	if b.Network.Mode != libmaka.NetworkEgress {
+		return nil
+	}
+	return &monitor.EgressConfig{
+		List:        b.Network.Egress,
+		MaxConns:    p.EgressLimits.Connections,
+		IdleTimeout: time.Duration(p.EgressLimits.IdleTimeout) * time.Second,
+		Bytes:       p.EgressLimits.Bytes,
+		OnRefusal:   p.OnEgressRefusal,
+	}
 }
 
 // startWatch starts the sandbox's monitor, listening, before its init
@@ -337,9 +363,19 @@ func startWatch(root, stateDir string, l Launch) (*watch, error) {
 // its mounts are set up) and waits until the monitor is attached: it then
 // holds the sandbox's tmpfs mounts, and only then may the user's process
 // run (and end, and its init be reaped).
-func (w *watch) attach(cgroup string, initPid int) error {
+func (w *watch) attach(cgroup string, initPid int, eg *monitor.EgressConfig) error {
+	ln := w.egressLn
+	w.egressLn = nil
 	if w.detached != nil {
-		return w.detached.Attach(monitor.Info{Cgroup: cgroup, InitPid: initPid, Tmpfs: w.tmpfs})
+		if ln != nil {
+			defer ln.Close() // the monitor has its own copy
+		}
+		return w.detached.Attach(monitor.Info{Cgroup: cgroup, InitPid: initPid, Tmpfs: w.tmpfs, Egress: eg}, ln)
+	}
+	if ln != nil {
+		if err := w.mon.ServeEgress(ln, *eg); err != nil {
+			return err
+		}
 	}
 	if cgroup == "" {
 		return nil
@@ -349,6 +385,9 @@ func (w *watch) attach(cgroup string, initPid int) error {
 
 // abort gives up on a launch that failed: the monitor stops.
 func (w *watch) abort() {
+	if w != nil && w.egressLn != nil {
+		w.egressLn.Close()
+	}
 	switch {
 	case w == nil:
 	case w.mon != nil:

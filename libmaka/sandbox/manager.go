@@ -114,6 +114,11 @@ type Request struct {
 	// other process may launch one for the same owner (ErrOwnerBusy), and
 	// launching again here with the same configuration returns it.
 	Owner *Owner
+	// Egress, if set, is what the sandbox may reach through maka's proxy:
+	// host:port entries (exact names, *.suffix, addresses, CIDRs), each
+	// within the policy's egress ceiling. It is the org.maka.egress
+	// annotation; the Manager serves the proxy (docs/egress.md).
+	Egress []string
 }
 
 // Sandbox is a live sandbox of a Manager.
@@ -153,6 +158,9 @@ func (m *Manager) Launch(ctx context.Context, req Request) (*Sandbox, error) {
 		if spec, err = specconv.LoadSpec(bundle); err != nil {
 			return nil, err
 		}
+	}
+	if spec, err = specconv.WithEgress(spec, req.Egress); err != nil {
+		return nil, err
 	}
 	if req.Owner == nil {
 		return m.launch(req.ID, bundle, spec, nil, "")

@@ -26,7 +26,7 @@
 #                                    monitor (default: the exec container's)
 #   BENCH_TESTS                      space-separated subset of: run run-nonet
 #                                    create start delete exec agent parallel
-#                                    workload kill rss phases
+#                                    workload kill rss phases egress
 #   BENCH_MAKA_BEFORE                a second maka binary, measured as
 #                                    "maka-before" next to maka (before/after
 #                                    of a change, in the same run)
@@ -41,7 +41,7 @@ out=$(mkdir -p "${BENCH_OUT:-build}" && cd "${BENCH_OUT:-build}" && pwd)
 # `EXE --root ROOT monitor ... ID` (EXE: the small maka-monitor in ROOT, or
 # maka itself): the exec container's monitor (monitor.go).
 monitor_pattern=${BENCH_MONITOR_PATTERN:-'^[^ ]* --root [^ ]*/state/maka monitor .* maka-exec$'}
-tests=${BENCH_TESTS:-run run-nonet create start delete exec agent parallel workload kill rss phases}
+tests=${BENCH_TESTS:-run run-nonet create start delete exec agent parallel workload kill rss phases egress}
 here=$(cd "$(dirname "$0")" && pwd)
 baseline_policy=$here/../integration/fixtures/policy-baseline.json
 
@@ -62,9 +62,11 @@ gnutime=$(command -v /usr/bin/time || true)
 w=$(mktemp -d /tmp/maka-bench.XXXXXX)
 chmod 0711 "$w"   # a user namespace's root must reach the rootfs
 cleanup() {
-  for rt in maka maka-baseline maka-nouserns maka-hostnet maka-nomon maka-before runc crun; do
+  for rt in maka maka-baseline maka-nouserns maka-hostnet maka-nomon maka-before maka-egress runc crun; do
     for id in $(rt "$rt" list -q 2>/dev/null); do rt "$rt" delete -f "$id" >/dev/null 2>&1; done
   done
+  [ -z "${egress_srv:-}" ] || kill "$egress_srv" 2>/dev/null
+  ip link del maka-bench0 2>/dev/null
   rm -rf "$w"
 }
 trap cleanup EXIT
@@ -96,6 +98,7 @@ rt() {
     maka-baseline) pol=$baseline_policy ;;
     maka-nouserns) pol=$w/policy-nouserns.json ;;
     maka-hostnet | maka-before-hostnet) pol=$w/policy-hostnet.json ;;
+    maka-egress) pol=$w/policy-egress.json ;;
     runc | crun) bin=$w/bin/$r ;;
   esac
   if [[ $r == runc || $r == crun || $r == maka-nomon ]] ||
@@ -233,6 +236,37 @@ par() { # par RUNTIME ROUND: 10 foreground runs at once
   for i in "${pids[@]}"; do wait "$i" || rc=$?; done
   return $rc
 }
+# Egress (issue 27): a 100 MB download through maka's proxy from inside a
+# sandbox under restricted + egress, against the same download from the
+# guest's host side; a server on a dummy interface (TEST-NET, listed by
+# address: the proxy refuses non-public addresses no entry names).
+egress_url=http://192.0.2.20/?bytes=104857600
+if want egress; then
+  ip link add maka-bench0 type dummy && ip addr add 192.0.2.20/32 dev maka-bench0 && ip link set maka-bench0 up ||
+    die "egress: the dummy interface"
+  "$fixtures/egresstool" serve 192.0.2.20 > "$w/egress-serve.log" 2>&1 &
+  egress_srv=$!
+  install -m 755 "$fixtures/egresstool" "$w/rootfs/usr/bin/egresstool"
+  echo '{"profile": "restricted", "egress": ["192.0.2.20:80"]}' > "$w/policy-egress.json"
+  mkbundle egress '.ociVersion = "1.0.2" | .process.args = ["egresstool", "get", "127.0.0.1:3128", $url]
+    | .annotations["org.maka.egress"] = "[\"192.0.2.20:80\"]"' --arg url "$egress_url"
+  for i in $(seq 100); do { : < /dev/tcp/192.0.2.20/80; } 2>/dev/null && break; sleep 0.1; done
+fi
+# egress_sample SIDE ROUND CMD...: one download; its MB/s and its time to the
+# first byte of the response (µs), as "egress-mbps" and "egress-first".
+egress_sample() {
+  local side=$1 round=$2 out rc=0; shift 2
+  out=$("$@" 2>>"$errlog" </dev/null) || rc=$?
+  local bytes secs first
+  read -r bytes secs first < <(sed -n 's/^bytes \([0-9]*\) seconds \([0-9.]*\) first \([0-9.]*\)$/\1 \2 \3/p' <<<"$out")
+  if [ $rc != 0 ] || [ "${bytes:-0}" != 104857600 ]; then
+    echo "[egress $side round $round] exit $rc: $out" >> "$errlog"
+    sample egress-mbps "$side" "$round" "" 1; sample egress-first "$side" "$round" "" 1
+    return
+  fi
+  sample egress-mbps "$side" "$round" "$(awk -v b="$bytes" -v s="$secs" 'BEGIN { printf "%.1f", b / s / 1e6 }')" 0
+  sample egress-first "$side" "$round" "$(awk -v f="$first" 'BEGIN { printf "%d", f * 1e6 }')" 0
+}
 runtimes=(maka runc crun)
 [ -z "${BENCH_MAKA_BEFORE:-}" ] || runtimes+=(maka-before)
 echo "bench: $rounds rounds (parallel: $par_rounds, rss: $rss_rounds); tests: $tests" >&2
@@ -312,6 +346,17 @@ for ((round = 0; round < rounds; round++)); do
       echo "[kill maka round $round] no 'empty after' in run's error: $kerr" >> "$errlog"
       rt maka delete -f "maka-kill$round" >/dev/null 2>&1
     fi
+  fi
+  if want egress; then
+    if ((round % 2)); then order="direct maka"; else order="maka direct"; fi
+    for side in $order; do
+      if [ "$side" = direct ]; then
+        egress_sample direct $round "$fixtures/egresstool" get - "$egress_url"
+      else
+        egress_sample maka $round rt maka-egress run -b "$w/egress" "maka-egress$round"
+        rt maka-egress delete -f "maka-egress$round" >/dev/null 2>&1
+      fi
+    done
   fi
   if want workload && [ $round -lt "$work_rounds" ]; then
     # maka-nomon: maka on the .plain bundle, whose own seccomp profile

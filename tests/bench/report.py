@@ -32,6 +32,8 @@ ROWS = [
     ("kill", "kill: violation to empty sandbox", "ms"),
     ("rss-create", "peak RSS, create", "KiB"),
     ("rss-run", "peak RSS, run", "KiB"),
+    ("egress-mbps", "100 MB download through the egress proxy", "MB/s"),
+    ("egress-first", "  its time to the first byte", "ms"),
 ]
 RUNTIMES = ["maka", "runc", "crun"]
 
@@ -124,6 +126,8 @@ def main():
             row["maka-api/crun"] = ratio(row.get("maka-api"), row.get("crun"))
         if "maka-nouserns" in row:
             row["maka/maka-nouserns"] = ratio(row.get("maka"), row.get("maka-nouserns"))
+        if "direct" in row:
+            row["maka/direct"] = ratio(row.get("maka"), row.get("direct"))
         if "maka-baseline" in row:
             row["maka-baseline/runc"] = ratio(row.get("maka-baseline"), row.get("runc"))
             row["maka-baseline/crun"] = ratio(row.get("maka-baseline"), row.get("crun"))
@@ -175,6 +179,9 @@ def main():
         if "maka-api" in row:
             lines.append([f"  maka through the Go API (one process)", cell(row["maka-api"]), "", "",
                           r(row["maka-api/runc"]), r(row["maka-api/crun"])])
+        if "direct" in row:
+            lines.append([f"  direct, from the guest's host side (maka/direct {r(row['maka/direct'])})",
+                          cell(row["direct"]), "", "", "", ""])
         if "maka-baseline" in row:
             lines.append([f"  maka under policy-baseline.json", cell(row["maka-baseline"]), "", "",
                           r(row["maka-baseline/runc"]), r(row["maka-baseline/crun"])])

@@ -373,6 +373,26 @@ simulate_reboot() {
   assert_recovered rc-relaunch
 }
 
+@test "recover --relaunch gives a relaunched sandbox its declared egress again" {
+  jq '. + {egress: ["ok.test:443"]}' "$MAKA_POLICY" > "$BATS_TEST_TMPDIR/eg.json"
+  export MAKA_POLICY=$BATS_TEST_TMPDIR/eg.json
+  make_bundle "$BATS_TEST_TMPDIR/eg" sleep "$MARK"
+  update_config "$BATS_TEST_TMPDIR/eg" '.annotations["org.maka.egress"] = "[\"ok.test:443\"]"'
+  maka_io run -d --bundle "$BATS_TEST_TMPDIR/eg" rc-egress
+  simulate_reboot rc-egress
+  run maka recover --relaunch --format json
+  echo "$output"
+  [ "$(jq -r '.[] | select(.id == "rc-egress") | .result + " " + .relaunched' <<<"$output")" = "recovered running" ]
+  [ "$(record_of rc-egress | jq -c .boundary.network)" = '{"mode":"egress","egress":["ok.test:443"],"proxy":"127.0.0.1:3128"}' ]
+  # The relaunched sandbox's proxy answers (the name is listed, the port is not).
+  run maka exec rc-egress sh -c 'printf "CONNECT ok.test:80 HTTP/1.1\r\nHost: ok.test:80\r\n\r\n" | nc 127.0.0.1 3128'
+  echo "$output"
+  [[ "$output" == *"403 Forbidden"*"not-listed ok.test:80"* ]]
+  [ "$(maka violations --format json rc-egress | jq -r '[.[] | select(.type == "network") | .reason] | join(",")')" = not-listed ]
+  maka delete -f rc-egress
+  assert_recovered rc-egress
+}
+
 @test "a group or world writable state dir is refused, naming it" {
   local d=$BATS_TEST_TMPDIR/open-state
   mkdir -p "$d"

@@ -234,3 +234,24 @@ wait_for_status_rl() {
   [ -z "$(ls /home/rl/.local/share/maka/ids 2>/dev/null)" ]
   rm -f /etc/subuid /etc/subgid
 }
+
+@test "rootless: egress through the proxy with no privilege (the listener made in the sandbox's namespaces, the proxy served by the user's own process)" {
+  "$MAKA_FIXTURES/egresstool" serve 127.0.0.1 > "$BATS_TEST_TMPDIR/serve.log" 2>&1 &
+  local spid=$! i
+  install -m 755 "$MAKA_FIXTURES/egresstool" "$RL_BUNDLE/rootfs/usr/bin/egresstool"
+  mkdir -p /home/rl/eg
+  jq -n '{profile: "restricted", egress: ["127.0.0.1:7000"]}' > /home/rl/eg-policy.json
+  jq '.process.args = ["sh", "-c", "egresstool connect 127.0.0.1:3128 127.0.0.1:7000; egresstool connect 127.0.0.1:3128 127.0.0.1:80; true"]
+    | .annotations["org.maka.egress"] = "[\"127.0.0.1:7000\"]"' "$RL_BUNDLE/config.json" > /home/rl/eg/config.json
+  chown -R rl: /home/rl/eg /home/rl/eg-policy.json
+  for i in $(seq 100); do { : < /dev/tcp/127.0.0.1/7000; } 2>/dev/null && break; sleep 0.2; done
+  RL_ENV=MAKA_POLICY=/home/rl/eg-policy.json run as_rl run -b /home/rl/eg rle
+  kill "$spid"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"echo ok"* ]]
+  [[ "$output" == *"403 Forbidden maka egress refused: raw-ip 127.0.0.1:80"* ]]
+  run as_rl violations --format json rle
+  [ "$status" -eq 0 ]
+  [ "$(jq -r '[.[] | select(.type == "network") | "\(.reason) \(.host):\(.port)"] | join(",")' <<< "$output")" = "raw-ip 127.0.0.1:80" ]
+}
