@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
-	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -96,14 +96,14 @@ func boundaryVerdict(c *cli.Context) (bool, error) {
 			return false, err
 		}
 		var rejected *specconv.RejectedError
-		if err := specconv.CheckHost(libmaka.ThisHost(), b, eff, dir, sandbox.NeverPaths(c.String("root"), c.String("state-dir"))); errors.As(err, &rejected) {
+		if err := specconv.CheckHost(libmaka.ThisHost(), b, eff, dir, launch.NeverPaths(c.String("root"), c.String("state-dir"))); errors.As(err, &rejected) {
 			verdict = rejected.Verdict
 		} else if err != nil {
 			return false, err
-		} else if err := sandbox.PlanRoot(b, eff); err != nil {
+		} else if err := launch.PlanRoot(b, eff); err != nil {
 			return false, err
 		} else {
-			sandbox.DeclareHome(b)
+			launch.DeclareHome(b)
 		}
 	}
 	// The verdict is the policy's; a host that could not run it anyway is

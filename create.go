@@ -17,7 +17,7 @@ EXAMPLE:
        # maka create --bundle /containers/box --pid-file /run/box.pid box1`,
 	Flags: launchFlags,
 	Action: func(c *cli.Context) error {
-		_, err := launch(c, modeCreate, true)
+		_, err := launchCommand(c, modeCreate, true)
 		return err
 	},
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	units "github.com/docker/go-units"
+	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/maka-runtime/maka/specconv"
@@ -143,7 +144,7 @@ func execProcess(c *cli.Context) (int, error) {
 			return 1, err
 		}
 	}
-	ps.Env = sandbox.ExecHome(ps.Env, ctr.Record.Boundary, ps.User.UID, c.String("process") == "", c.StringSlice("env"))
+	ps.Env = launch.ExecHome(ps.Env, ctr.Record.Boundary, ps.User.UID, c.String("process") == "", c.StringSlice("env"))
 	if err := specconv.CheckExec(libmaka.ThisHost(), ps, pol, ctr.Record.Boundary); err != nil {
 		return 1, err
 	}
@@ -247,7 +248,7 @@ func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
 	bounded := c.IsSet("timeout") || c.IsSet("output-limit")
 	switch cwd := c.String("cwd"); {
 	case cwd != "" && bounded:
-		resolved, err := sandbox.CommandCwd(cwd)
+		resolved, err := launch.CommandCwd(cwd)
 		if err != nil {
 			return nil, fmt.Errorf("--cwd: %w", err)
 		}
@@ -257,7 +258,7 @@ func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
 	case bounded:
 		p.Cwd = sandbox.WorkDir
 	}
-	p.Env = sandbox.MergeEnv(p.Env, c.StringSlice("env"))
+	p.Env = launch.MergeEnv(p.Env, c.StringSlice("env"))
 	if u := c.String("user"); u != "" {
 		uid, gid, hasGid, err := parseUser(u)
 		if err != nil {
@@ -354,7 +355,7 @@ func execSubCgroup(dir, sub string) (string, error) {
 }
 
 // execBounded runs ps as a bounded command (--timeout, --output-limit):
-// sandbox.ExecQueued's semantics, its output written once it is complete.
+// launch.ExecQueued's semantics, its output written once it is complete.
 // A deadline after dispatch kills every process of the sandbox (it stays,
 // stopped, for its owner's `maka delete`).
 func execBounded(c *cli.Context, ctr *libmaka.Container, ps *specs.Process) (int, error) {
@@ -398,8 +399,8 @@ func execBounded(c *cli.Context, ctr *libmaka.Container, ps *specs.Process) (int
 		case <-ctx.Done():
 		}
 	}()
-	res, err := sandbox.ExecQueued(ctx, ctr, ps, os.Stdin, limit, func() error {
-		return ctr.Kill(sandbox.KillTimeout)
+	res, err := launch.ExecQueued(ctx, ctr, ps, launch.Stdio{Stdin: os.Stdin}, limit, func() error {
+		return ctr.Kill(launch.KillTimeout)
 	})
 	if err != nil {
 		return 1, err

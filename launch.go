@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/maka-runtime/maka/libmaka/phase"
-	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -35,10 +35,10 @@ const (
 	modeRun                      // run: create + start
 )
 
-// launch creates (and for run, starts) the container named by the first
+// launchCommand creates (and for run, starts) the container named by the first
 // argument. It returns the exit status to use: 0 for create and detached
 // runs, the container's for a foreground run.
-func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
+func launchCommand(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	if err := checkArgs(c, 1, exactArgs); err != nil {
 		return 1, err
 	}
@@ -56,7 +56,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	// Paths the caller gave are relative to its cwd; we chdir to the bundle.
 	// maka's own state (the never-list no sandbox may bind) is rt's: --root
 	// and --state-dir made absolute from the caller's cwd.
-	never := sandbox.NeverPaths(rt.Root, rt.StateDir)
+	never := launch.NeverPaths(rt.Root, rt.StateDir)
 	pidFile, err := absPath(c.String("pid-file"))
 	if err != nil {
 		return 1, err
@@ -86,12 +86,12 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	boundary, policy, err := sandbox.Compile(spec, policy, id, bundle, never, hostChecks())
+	boundary, policy, err := launch.Compile(spec, policy, id, bundle, never, hostChecks())
 	if err != nil {
 		return 1, err
 	}
 	phase.Mark("compile and check")
-	process, err := sandbox.InitProcess(boundary)
+	process, err := launch.InitProcess(boundary)
 	if err != nil {
 		return 1, err
 	}
@@ -122,7 +122,7 @@ func launch(c *cli.Context, mode launchMode, detach bool) (int, error) {
 		monitors = monitorExecutables(rt.Root)
 		phase.Mark("monitor executable")
 	}
-	s, err := sandbox.Run(rt, sandbox.Launch{
+	s, err := launch.Run(rt, launch.Launch{
 		ID:       id,
 		Bundle:   bundle,
 		Boundary: boundary,

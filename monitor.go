@@ -3,8 +3,8 @@ package main
 import (
 	"errors"
 
+	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka/monitor"
-	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/urfave/cli/v2"
 )
 
@@ -34,7 +34,7 @@ func monitorExecutables(root string) []string {
 	if err != nil {
 		small = ""
 	}
-	return sandbox.Executables(small)
+	return launch.Executables(small)
 }
 
 // killedError is the monitor's error, if err is one.

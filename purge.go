@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/maka-runtime/maka/libmaka/sandbox"
+	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/urfave/cli/v2"
 )
 
@@ -36,7 +36,7 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
-		results, err := sandbox.Purge(rt, c.String("scope"))
+		results, err := launch.Purge(rt, c.String("scope"))
 		if err != nil {
 			return err
 		}

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
-	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 )
@@ -58,7 +58,7 @@ EXAMPLE:
 			}
 			monitors := monitorExecutables(rt.Root)
 			relaunch = func(op *libmaka.Op, rec *libmaka.ContainerRecord) (libmaka.Status, error) {
-				status, l, err := sandbox.Relaunch(rt, op, rec, policy, monitors, hostChecks())
+				status, l, err := launch.Relaunch(rt, op, rec, policy, monitors, hostChecks())
 				if status == libmaka.Running {
 					poststart = append(poststart, l.Container)
 				}
@@ -69,7 +69,7 @@ EXAMPLE:
 		// The relaunched sandboxes' poststart hooks, once no lock is held
 		// (a hook may call maka on the id), as after start.
 		for _, ctr := range poststart {
-			if err := sandbox.Poststart(ctr); err != nil {
+			if err := launch.Poststart(ctr); err != nil {
 				logrus.Warnf("recover: %v (the relaunched container is stopped)", err)
 			}
 		}

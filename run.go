@@ -25,7 +25,7 @@ EXAMPLE:
 		&cli.BoolFlag{Name: "no-subreaper", Usage: "do not reap the container process's orphans (they go to the host's init)"},
 	}, launchFlags...),
 	Action: func(c *cli.Context) error {
-		status, err := launch(c, modeRun, c.Bool("detach"))
+		status, err := launchCommand(c, modeRun, c.Bool("detach"))
 		if killedError(err) != nil && status != 0 {
 			// The monitor destroyed the sandbox: its reason, and the
 			// container's status (128+9).

@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
-	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/urfave/cli/v2"
 )
 
@@ -51,6 +51,6 @@ EXAMPLE:
 		op.End()
 		// A failing poststart hook stops the container (runc's start
 		// does the same); it stays, stopped, for delete.
-		return sandbox.Poststart(ctr)
+		return launch.Poststart(ctr)
 	},
 }

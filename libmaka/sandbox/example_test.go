@@ -5,10 +5,12 @@ package sandbox_test
 // sandboxes: tests/integration/api.bats runs the same calls in the guest).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/maka-runtime/maka/libmaka/sandbox"
@@ -47,7 +49,105 @@ func ExampleSandbox_Exec_errors() {
 		fmt.Println("never ran: the deadline passed while it waited for the sandbox")
 	case errors.Is(err, sandbox.ErrOutputLimit):
 		fmt.Println("wrote more than its output limit: killed, nothing returned")
+	case errors.Is(err, sandbox.ErrTimeoutTooLong):
+		fmt.Println("asked for a deadline beyond the Manager's MaxTimeout: nothing ran")
+	case errors.Is(err, sandbox.ErrGone):
+		fmt.Println("the sandbox was destroyed, or its process ended")
 	}
+}
+
+// A program that launches sandboxes is also their init: libcontainer
+// re-executes it inside each new sandbox.
+func ExampleInit() {
+	// In the main package:
+	//
+	//	func init() { sandbox.Init() }
+	sandbox.Init()
+}
+
+// The Manager's bounds, spelled out (these are the defaults).
+func ExampleOptions() {
+	m, err := sandbox.Open(sandbox.Options{
+		Root:          "/run/maka",
+		StateDir:      "/var/lib/maka",
+		MaxTimeout:    sandbox.DefaultMaxTimeout,
+		OutputLimit:   sandbox.DefaultOutputLimit,
+		TransferLimit: sandbox.DefaultTransferLimit,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = m
+	fmt.Println("relative command directories resolve below", sandbox.WorkDir)
+}
+
+// One sandbox per owner: launching again for the same owner and
+// configuration returns the live one; another process holding the owner
+// gets ErrOwnerBusy. Purge destroys the sandboxes of a scope's owners whose
+// process died.
+func ExampleOwner() {
+	m, err := sandbox.Open(sandbox.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	owner := &sandbox.Owner{Scope: "workspace-7", Thread: "t-42", Agent: "coder"}
+	sb, err := m.Launch(context.Background(), sandbox.Request{ID: "ws7-t42", Spec: sandbox.DefaultSpec("/srv/rootfs", sandbox.IdleArgs...), Owner: owner})
+	if errors.Is(err, sandbox.ErrOwnerBusy) {
+		log.Fatalf("%s is in use by another process", owner)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sb.Destroy()
+	var results []sandbox.PurgeResult
+	if results, err = m.Purge("workspace-7"); err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range results {
+		fmt.Println(r.Owner, r.ID, r.Result)
+	}
+}
+
+// Files in and out, bounded and never following a link inside the
+// sandbox.
+func ExampleSandbox_CopyIn() {
+	var sb *sandbox.Sandbox // from Manager.Launch
+	if _, err := sb.CopyIn("src/main.go", strings.NewReader("package main\n"), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := sb.CopyOut("src/report.txt", &out); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := sb.CopyDirIn("./fixtures", "fixtures"); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := sb.CopyDirOut("build", "./out"); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(out.String())
+}
+
+// A sandbox that may reach exactly one host, through the proxy its Manager
+// serves (the policy's egress must allow it).
+func ExampleRequest_egress() {
+	m, err := sandbox.Open(sandbox.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	sb, err := m.Launch(ctx, sandbox.Request{ID: "pip-1", Spec: sandbox.DefaultSpec("/srv/rootfs", sandbox.IdleArgs...),
+		Egress: []string{"pypi.org:443", "*.pythonhosted.org:443"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sb.Destroy()
+	var res *sandbox.Result
+	if res, err = sb.Exec(ctx, sandbox.Command{Shell: "pip install requests"}); err != nil {
+		log.Fatal(err)
+	}
+	recs, _ := sb.Violations() // each refused connection: a "network" record
+	fmt.Println(res.ExitCode, len(recs), sb.ID(), sb.Boundary().Network.Egress)
 }
 
 // After a reboot: reap what the crash left and relaunch the detached
@@ -66,4 +166,29 @@ func ExampleManager_RecoverAndRelaunch() {
 			fmt.Printf("%s: not relaunched: %s\n", r.ID, r.RelaunchError)
 		}
 	}
+}
+
+// Sandboxes launched ahead: a Launch of the same configuration without an
+// ID claims a ready one, and the pool refills behind it.
+func ExampleManager_Prewarm() {
+	m, err := sandbox.Open(sandbox.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close() // destroys the idle ones
+	ctx := context.Background()
+	spec := sandbox.DefaultSpec("/srv/rootfs", sandbox.IdleArgs...)
+	if err := m.Prewarm(ctx, sandbox.Request{Spec: spec}, 4); err != nil {
+		log.Fatal(err)
+	}
+	sb, err := m.Launch(ctx, sandbox.Request{Spec: spec, Owner: &sandbox.Owner{Scope: "ws-1"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sb.Destroy()
+	fmt.Println(sb.ID()) // pool-…
+	if _, err := m.Launch(ctx, sandbox.Request{Spec: spec}); errors.Is(err, sandbox.ErrClosed) {
+		fmt.Println("closed")
+	}
+	fmt.Println(sandbox.PoolScope, sandbox.MaxPool)
 }

@@ -1,25 +1,17 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
-	"github.com/sirupsen/logrus"
-	"golang.org/x/sys/unix"
 )
 
 // Command is one command to run in a sandbox. Exactly one of Shell and
@@ -32,8 +24,16 @@ type Command struct {
 	Cwd string
 	// Env is added to the sandbox's declared environment (NAME=value).
 	Env []string
-	// Stdin is the command's input (default: none, /dev/null).
+	// Stdin is the command's input (default: none, /dev/null): an
+	// *os.File is passed as it is, any other reader through a pipe.
 	Stdin io.Reader
+	// Stdout and Stderr, if set, receive the command's output as it comes
+	// (Result's is then empty); unset, Result holds it. Either way the two
+	// together are held to OutputLimit: past it the command is killed and
+	// Exec fails with ErrOutputLimit (a writer has then received at most
+	// the limit, never more). They are written from other goroutines, one
+	// write at a time (the same writer may serve both).
+	Stdout, Stderr io.Writer
 	// Timeout bounds the command, the wait for the sandbox included
 	// (default and maximum: the Manager's MaxTimeout).
 	Timeout time.Duration
@@ -57,14 +57,14 @@ var (
 	ErrTimeoutTooLong = errors.New("timeout above the maximum")
 	// ErrNotDispatched: the deadline passed (or ctx was cancelled) while
 	// the command waited for the sandbox; nothing ran, the sandbox lives.
-	ErrNotDispatched = errors.New("the command never ran")
+	ErrNotDispatched = launch.ErrNotDispatched
 	// ErrSandboxDestroyed: the deadline passed (or ctx was cancelled)
 	// while the command ran: the whole sandbox was destroyed, as what the
 	// command left running cannot be trusted to stop.
-	ErrSandboxDestroyed = errors.New("the sandbox was destroyed")
+	ErrSandboxDestroyed = launch.ErrSandboxDestroyed
 	// ErrOutputLimit: the command wrote more than its output limit; it
 	// was killed, and its output is not returned (never truncated).
-	ErrOutputLimit = errors.New("output over the limit")
+	ErrOutputLimit = launch.ErrOutputLimit
 	// ErrGone: the sandbox was destroyed, or its process ended.
 	ErrGone = errors.New("the sandbox is gone")
 )
@@ -73,7 +73,7 @@ var (
 // started, detached ones included, are gone: each command runs in a child
 // cgroup of the sandbox's, killed as a whole when the command's process
 // exits. Commands on one sandbox run one at a time (across processes
-// too: ExecQueued). The deadline (cmd.Timeout, and ctx's) counts from the call: a
+// too). The deadline (cmd.Timeout, and ctx's) counts from the call: a
 // command still waiting for the sandbox when it passes is refused
 // (ErrNotDispatched), a running one destroys the sandbox
 // (ErrSandboxDestroyed). A violation that made the monitor destroy the
@@ -102,19 +102,20 @@ func (s *Sandbox) Exec(ctx context.Context, cmd Command) (*Result, error) {
 		return nil, fmt.Errorf("sandbox %s: %w: its process has exited%s", s.ID(), ErrGone, s.killedBy())
 	default:
 	}
-	res, err := ExecQueued(ctx, s.launched.Container, ps, cmd.Stdin, limit, func() error {
+	res, err := launch.ExecQueued(ctx, s.launched.Container, ps, launch.Stdio{Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr}, limit, func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.destroyLocked()
 	})
 	// Under onViolation kill the monitor destroyed the whole sandbox: the
 	// violation is the answer.
-	if s.launched.mon != nil {
-		if k := s.launched.mon.Err(); k != nil {
-			return nil, k
-		}
+	if k := s.launched.MonitorErr(); k != nil {
+		return nil, k
 	}
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return &Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Duration: res.Duration}, nil
 }
 
 // commandSpec is the process to run for cmd, held to the sandbox's policy
@@ -145,14 +146,14 @@ func (s *Sandbox) commandSpec(cmd Command) (*specs.Process, int64, time.Duration
 	default:
 		return nil, 0, 0, errors.New("command: empty (give Shell or Args)")
 	}
-	cwd, err := CommandCwd(cmd.Cwd)
+	cwd, err := launch.CommandCwd(cmd.Cwd)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	rec := s.launched.Container.Record
 	ps := *rec.Process
 	ps.Args, ps.Cwd, ps.Terminal, ps.ConsoleSize = args, cwd, false, nil
-	ps.Env = ExecHome(MergeEnv(ps.Env, cmd.Env), rec.Boundary, ps.User.UID, true, cmd.Env)
+	ps.Env = launch.ExecHome(launch.MergeEnv(ps.Env, cmd.Env), rec.Boundary, ps.User.UID, true, cmd.Env)
 	for _, kv := range cmd.Env {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
 			return nil, 0, 0, fmt.Errorf("command env %q: want NAME=value", kv)
@@ -164,281 +165,10 @@ func (s *Sandbox) commandSpec(cmd Command) (*specs.Process, int64, time.Duration
 	return &ps, limit, timeout, nil
 }
 
-// CommandCwd resolves a command's working directory: absolute as given,
-// relative below WorkDir and never above it.
-func CommandCwd(cwd string) (string, error) {
-	if cwd == "" {
-		return WorkDir, nil
-	}
-	if filepath.IsAbs(cwd) {
-		return filepath.Clean(cwd), nil
-	}
-	p := filepath.Join(WorkDir, cwd)
-	if p != WorkDir && !strings.HasPrefix(p, WorkDir+"/") {
-		return "", fmt.Errorf("cwd %q: a relative working directory must stay below %s", cwd, WorkDir)
-	}
-	return p, nil
-}
-
-// commandSeq numbers the commands' child cgroups within this process.
-var commandSeq atomic.Int64
-
-// RunBounded runs ps (held to the sandbox's policy already) in ctr, in a
-// child cgroup of the sandbox's of its own, and returns once it and every
-// process it started are gone; stdout and stderr are collected up to limit
-// bytes together (more fails with ErrOutputLimit: the command is killed,
-// nothing is returned). If ctx ends while it runs, destroy is called: a
-// deadline after dispatch destroys the sandbox (ErrSandboxDestroyed).
-// Sandbox.Exec and `maka exec --timeout/--output-limit` run commands so.
-func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, stdin io.Reader, limit int64, destroy func() error) (*Result, error) {
-	id := ctr.ID()
-	cgroup := ctr.CgroupPath()
-	if cgroup == "" {
-		return nil, fmt.Errorf("sandbox %s: its cgroup is not known", id)
-	}
-	sub := fmt.Sprintf("maka-cmd-%d-%d", os.Getpid(), commandSeq.Add(1))
-	subDir := filepath.Join(cgroup, sub)
-	if err := os.Mkdir(subDir, 0o755); err != nil {
-		return nil, fmt.Errorf("sandbox %s: command cgroup: %w", id, err)
-	}
-	// Whatever happens below, nothing the command started outlives it.
-	defer killCgroup(subDir)
-	p, err := specconv.NewProcess(libmaka.ThisHost(), ps, false)
-	if err != nil {
-		return nil, err
-	}
-	p.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
-	p.SubCgroupPaths = map[string]string{"": sub}
-	out := &capped{limit: limit, over: make(chan struct{})}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	defer outR.Close()
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outW.Close()
-		return nil, err
-	}
-	defer errR.Close()
-	p.Stdout, p.Stderr = outW, errW
-	inFile, feed, err := stdinOf(stdin)
-	if err != nil {
-		outW.Close()
-		errW.Close()
-		return nil, err
-	}
-	p.Stdin = inFile
-	start := time.Now()
-	err = ctr.Run(p)
-	// Only the command holds the write ends now: EOF once it is gone.
-	outW.Close()
-	errW.Close()
-	inFile.Close()
-	if err != nil {
-		return nil, fmt.Errorf("sandbox %s: exec: %w", id, err)
-	}
-	if feed != nil {
-		go feed()
-	}
-	var readers sync.WaitGroup
-	readers.Add(2)
-	go func() { defer readers.Done(); out.copy(&out.stdout, outR) }()
-	go func() { defer readers.Done(); out.copy(&out.stderr, errR) }()
-	exited := make(chan *os.ProcessState, 1)
-	go func() {
-		st, _ := p.Wait()
-		exited <- st
-	}()
-	var st *os.ProcessState
-	select {
-	case st = <-exited:
-	case <-out.over:
-		killCgroup(subDir)
-		<-exited
-		readers.Wait()
-		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes; the command was killed", id, ErrOutputLimit, limit)
-	case <-ctx.Done():
-		// After dispatch a deadline destroys the sandbox: what the command
-		// started is not known to be stoppable short of that.
-		derr := destroy()
-		<-exited
-		readers.Wait()
-		if derr != nil {
-			return nil, fmt.Errorf("sandbox %s: the command ran past its deadline (%w) and destroying the sandbox failed: %w", id, ctx.Err(), derr)
-		}
-		return nil, fmt.Errorf("sandbox %s: %w: the command ran past its deadline: %w", id, ErrSandboxDestroyed, ctx.Err())
-	}
-	// The command's process is gone; so must be all it started, before
-	// the reply (a detached child would hold the pipes, and run on).
-	killCgroup(subDir)
-	// Anything holding the pipes outside the command's cgroup (it could
-	// have handed them to the sandbox's init) must not hold the reply.
-	_ = outR.SetReadDeadline(time.Now().Add(time.Second))
-	_ = errR.SetReadDeadline(time.Now().Add(time.Second))
-	readers.Wait()
-	if out.exceeded() {
-		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes", id, ErrOutputLimit, limit)
-	}
-	return &Result{ExitCode: exitCode(st), Stdout: out.stdout.Bytes(), Stderr: out.stderr.Bytes(), Duration: time.Since(start)}, nil
-}
-
 // killedBy says why the monitor destroyed the sandbox, if it did.
 func (s *Sandbox) killedBy() string {
-	if s.launched.mon == nil {
-		return ""
-	}
-	if err := s.launched.mon.Err(); err != nil {
+	if err := s.launched.MonitorErr(); err != nil {
 		return ": " + err.Error()
 	}
 	return ""
-}
-
-// stdinOf is the command's stdin: /dev/null, a file as it is (a copy of
-// its descriptor), or a pipe fed from r.
-func stdinOf(r io.Reader) (*os.File, func(), error) {
-	switch f := r.(type) {
-	case nil:
-		null, err := os.Open(os.DevNull)
-		return null, nil, err
-	case *os.File:
-		fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return nil, nil, err
-		}
-		return os.NewFile(uintptr(fd), f.Name()), nil, nil
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	return pr, func() {
-		_, _ = io.Copy(pw, r)
-		pw.Close()
-	}, nil
-}
-
-// capped collects stdout and stderr up to a limit on their sum.
-type capped struct {
-	mu             sync.Mutex
-	limit, n       int64
-	stdout, stderr bytes.Buffer
-	over           chan struct{}
-	overOnce       sync.Once
-}
-
-func (c *capped) copy(dst *bytes.Buffer, r io.Reader) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			c.mu.Lock()
-			c.n += int64(n)
-			if c.n > c.limit {
-				c.mu.Unlock()
-				c.overOnce.Do(func() { close(c.over) })
-				// Drain without keeping: the command is being killed.
-				_, _ = io.Copy(io.Discard, r)
-				return
-			}
-			dst.Write(buf[:n])
-			c.mu.Unlock()
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (c *capped) exceeded() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n > c.limit
-}
-
-// exitCode is a process's status as a shell reports it: 128+N for signal N.
-func exitCode(st *os.ProcessState) int {
-	if st == nil {
-		return -1
-	}
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return st.ExitCode()
-}
-
-// killCgroup kills every process of the cgroup at dir (cgroup.kill), waits
-// until it is empty (at most KillTimeout) and removes it.
-func killCgroup(dir string) {
-	_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
-	for deadline := time.Now().Add(KillTimeout); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		data, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
-		if err != nil || bytes.Contains(data, []byte("populated 0")) {
-			break
-		}
-	}
-	_ = unix.Rmdir(dir)
-}
-
-// MergeEnv is env with overrides applied (a NAME=value replaces NAME's).
-func MergeEnv(env, overrides []string) []string {
-	out := append([]string(nil), env...)
-	for _, kv := range overrides {
-		name, _, _ := strings.Cut(kv, "=")
-		replaced := false
-		for i, e := range out {
-			if n, _, _ := strings.Cut(e, "="); n == name {
-				out[i], replaced = kv, true
-			}
-		}
-		if !replaced {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// execLockFile, in a container's state directory, serialises bounded
-// commands across processes (a Manager's and `maka exec --timeout`).
-const execLockFile = "exec.lock"
-
-// acquireExecSlot waits, until ctx ends, to be the only bounded command of
-// the container whose state directory is dir; release ends the turn.
-func acquireExecSlot(ctx context.Context, dir string) (release func(), err error) {
-	f, err := os.OpenFile(filepath.Join(dir, execLockFile), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
-			f.Close()
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
-// ExecQueued runs a bounded command (RunBounded) once no other bounded
-// command runs in ctr: the wait counts against ctx's deadline, and a
-// command whose deadline passes while it waits never runs
-// (ErrNotDispatched).
-func ExecQueued(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, stdin io.Reader, limit int64, destroy func() error) (*Result, error) {
-	release, err := acquireExecSlot(ctx, ctr.StateDir())
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("sandbox %s: %w: it waited for the sandbox until %w", ctr.ID(), ErrNotDispatched, ctx.Err())
-		}
-		return nil, fmt.Errorf("sandbox %s: %w", ctr.ID(), err)
-	}
-	defer release()
-	return RunBounded(ctx, ctr, ps, stdin, limit, destroy)
 }

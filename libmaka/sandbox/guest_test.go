@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +116,36 @@ func TestGuestExec(t *testing.T) {
 	r, err = s.Exec(ctx, Command{Args: []string{"cat"}, Stdin: strings.NewReader("fed\n")})
 	if err != nil || string(r.Stdout) != "fed\n" {
 		t.Errorf("stdin: %v %q", err, r.Stdout)
+	}
+	// Streamed: the first line reaches the writer while the command still
+	// runs; stdout and stderr may share a writer.
+	var mu sync.Mutex
+	var lines []string
+	var firstAt time.Time
+	w := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstAt.IsZero() {
+			firstAt = time.Now()
+		}
+		lines = append(lines, string(p))
+		return len(p), nil
+	})
+	start := time.Now()
+	r, err = s.Exec(ctx, Command{Shell: "echo first; sleep 2; echo second >&2", Stdout: w, Stderr: w})
+	if err != nil || len(r.Stdout) != 0 || len(r.Stderr) != 0 {
+		t.Fatalf("streamed: %v %+v", err, r)
+	}
+	if strings.Join(lines, "") != "first\nsecond\n" || firstAt.Sub(start) >= time.Since(start)-time.Second {
+		t.Errorf("streamed: %q, the first write %s after the start of a %s command", lines, firstAt.Sub(start), time.Since(start))
+	}
+	// Over the cap while streaming: killed, ErrOutputLimit, the writer
+	// never got more than the cap.
+	var got int
+	count := writerFunc(func(p []byte) (int, error) { got += len(p); return len(p), nil })
+	_, err = s.Exec(ctx, Command{Shell: "yes", Stdout: count, OutputLimit: 64 << 10})
+	if !errors.Is(err, ErrOutputLimit) || got > 64<<10 {
+		t.Errorf("streamed over the cap: %v, %d bytes written", err, got)
 	}
 	// A signal's death is 128+N.
 	r, err = s.Exec(ctx, Command{Shell: "kill -9 $$"})
@@ -323,7 +354,7 @@ func TestGuestOwners(t *testing.T) {
 	// file stays), and meanwhile its sandbox is deleted and the id taken
 	// by another sandbox: disposing of the stale instance must not touch
 	// that replacement.
-	s1.owner.f.Close()
+	s1.owner.Release(false) // as its process dies: the lock goes, the file stays
 	s1.owner = nil
 	if err := s1.Destroy(); err != nil {
 		t.Fatal(err)
@@ -559,6 +590,11 @@ func TestGuestRecoverAndRelaunch(t *testing.T) {
 	}
 }
 
+// writerFunc is an io.Writer made of a function.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
 // A sandbox launched with Request.Egress reaches what it declared through
 // the proxy its Manager serves, and a refusal is a network record.
 func TestGuestEgress(t *testing.T) {
@@ -609,5 +645,103 @@ func TestGuestEgress(t *testing.T) {
 	recs, err := s.Violations()
 	if err != nil || len(recs) != 1 || recs[0].Type != "network" || recs[0].Reason != "raw-ip" || recs[0].Action != "deny" {
 		t.Errorf("violations: %v %+v", err, recs)
+	}
+}
+
+// A warm pool: Prewarm launches ahead; a Launch of the same configuration
+// without an ID claims one (never twice) and the pool refills; another
+// configuration launches fresh; idle pool sandboxes are keyed to the pool
+// scope; Close destroys the idle ones and leaves the claimed one working.
+func TestGuestPool(t *testing.T) {
+	m, rootfs := guestManager(t, Options{})
+	ctx := context.Background()
+	spec := DefaultSpec(rootfs, IdleArgs...)
+	if err := m.Prewarm(ctx, Request{Bundle: "/", Spec: spec}, 2); err != nil {
+		t.Fatal(err)
+	}
+	ready := func() []string {
+		m.poolMu.Lock()
+		defer m.poolMu.Unlock()
+		var ids []string
+		for _, p := range m.pools {
+			for _, s := range p.idle {
+				ids = append(ids, s.ID())
+			}
+		}
+		return ids
+	}
+	before := ready()
+	if len(before) != 2 {
+		t.Fatalf("prewarmed: %q", before)
+	}
+	start := time.Now()
+	s, err := m.Launch(ctx, Request{Bundle: "/", Spec: DefaultSpec(rootfs, IdleArgs...), Owner: &Owner{Scope: "ws", Agent: "a1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := time.Since(start)
+	defer func() {
+		if err := s.Destroy(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if !strings.HasPrefix(s.ID(), "pool-") || (s.ID() != before[0] && s.ID() != before[1]) {
+		t.Fatalf("claimed %s, not one of %q", s.ID(), before)
+	}
+	t.Logf("claim took %s", claimed)
+	r, err := s.Exec(ctx, Command{Shell: "echo claimed"})
+	if err != nil || string(r.Stdout) != "claimed\n" {
+		t.Fatalf("exec in the claimed sandbox: %v %+v", err, r)
+	}
+	// The pool refills to 2, without the claimed one.
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(ready()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	now := ready()
+	if len(now) != 2 || slices.Contains(now, s.ID()) {
+		t.Fatalf("after the claim the pool holds %q (claimed %s)", now, s.ID())
+	}
+	// Idle ones are the pool's (its owner scope); the claimed one is its owner's.
+	res, err := m.Purge(PoolScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var busy []string
+	for _, r := range res {
+		if r.Result == "busy" {
+			busy = append(busy, r.ID)
+		}
+	}
+	slices.Sort(busy)
+	slices.Sort(now)
+	if !slices.Equal(busy, now) {
+		t.Errorf("purge of the pool scope: %+v, want busy %q", res, now)
+	}
+	// Another configuration: a fresh launch under a new id.
+	other, err := m.Launch(ctx, Request{Bundle: "/", Spec: DefaultSpec(rootfs, "/bin/sh", "-c", "sleep 1000")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(other.ID(), "sb-") {
+		t.Errorf("another configuration got %s", other.ID())
+	}
+	if err := other.Destroy(); err != nil {
+		t.Error(err)
+	}
+	// Close: the idle ones go, nothing left of them; the claimed one lives.
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range now {
+		if _, err := os.Stat(filepath.Join(m.rt.Root, id)); err == nil {
+			t.Errorf("after Close the idle %s is left", id)
+		}
+	}
+	if r, err := s.Exec(ctx, Command{Shell: "echo still"}); err != nil || string(r.Stdout) != "still\n" {
+		t.Errorf("the claimed sandbox after Close: %v %+v", err, r)
+	}
+	if _, err := m.Launch(ctx, Request{Bundle: "/", Spec: spec}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Launch after Close: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/maka-runtime/maka/specconv"
@@ -28,7 +29,7 @@ const (
 	DefaultOutputLimit   = 1 << 20
 	DefaultTransferLimit = 8 << 20
 	// WorkDir is where a command's relative working directory resolves.
-	WorkDir = "/maka/work"
+	WorkDir = launch.WorkDir
 )
 
 // Options open a Manager.
@@ -62,6 +63,14 @@ type Manager struct {
 	mu     sync.Mutex
 	// owned are the live sandboxes launched with an owner, by key.
 	owned map[string]*Sandbox
+	// pools are the prewarmed sandboxes, by configuration (pool.go);
+	// closed: Close was called; wg counts the refills running. poolMu
+	// guards them (mu is held across an owner's whole launch, which may
+	// claim from a pool).
+	poolMu sync.Mutex
+	pools  map[string]*pool
+	closed bool
+	wg     sync.WaitGroup
 }
 
 // Open opens a Manager on a state root, a contract store and a policy. It
@@ -98,10 +107,12 @@ func Open(opts Options) (*Manager, error) {
 	if err := libmaka.HostUnfit(checks, false); err != nil {
 		return nil, err
 	}
-	return &Manager{rt: &libmaka.Runtime{Root: opts.Root, StateDir: opts.StateDir}, opts: opts, checks: checks, owned: map[string]*Sandbox{}}, nil
+	return &Manager{rt: &libmaka.Runtime{Root: opts.Root, StateDir: opts.StateDir}, opts: opts, checks: checks, owned: map[string]*Sandbox{}, pools: map[string]*pool{}}, nil
 }
 
-// Request names the sandbox to launch: its id, and either a bundle
+// Request names the sandbox to launch: its id (empty: one from a pool of
+// its configuration if one is ready, see Manager.Prewarm, else a new id
+// sb-…), and either a bundle
 // directory holding config.json (Bundle) or a configuration built in Go
 // (Spec, with Bundle the directory a relative root.path is relative to).
 // The sandbox's process should idle (DefaultSpec's does): commands run
@@ -124,7 +135,7 @@ type Request struct {
 // Sandbox is a live sandbox of a Manager.
 type Sandbox struct {
 	m        *Manager
-	launched *Launched
+	launched *launch.Launched
 	initDone chan struct{}
 	// slot serialises commands: one runs at a time, the others queue with
 	// their deadlines running.
@@ -133,7 +144,7 @@ type Sandbox struct {
 	gone bool
 	// owner is the owner key this sandbox holds (nil: none); digest the
 	// configuration it was launched with.
-	owner  *ownerLock
+	owner  *launch.OwnerLock
 	digest string
 }
 
@@ -146,26 +157,60 @@ func (m *Manager) Launch(ctx context.Context, req Request) (*Sandbox, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if !libmaka.ValidID(req.ID) {
+	if req.ID != "" && !libmaka.ValidID(req.ID) {
 		return nil, fmt.Errorf("sandbox id %q: use letters, digits and _ + - . (not . or ..)", req.ID)
 	}
-	bundle, err := filepath.Abs(req.Bundle)
+	m.poolMu.Lock()
+	closed := m.closed
+	m.poolMu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	bundle, spec, err := m.configOf(req)
 	if err != nil {
 		return nil, err
+	}
+	if req.Owner == nil {
+		return m.obtain(req.ID, bundle, spec, nil, "")
+	}
+	return m.launchOwned(req, bundle, spec)
+}
+
+// configOf is the request's bundle directory and configuration, its egress
+// declared.
+func (m *Manager) configOf(req Request) (string, *specs.Spec, error) {
+	bundle, err := filepath.Abs(req.Bundle)
+	if err != nil {
+		return "", nil, err
 	}
 	spec := req.Spec
 	if spec == nil {
 		if spec, err = specconv.LoadSpec(bundle); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 	}
 	if spec, err = specconv.WithEgress(spec, req.Egress); err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	if req.Owner == nil {
-		return m.launch(req.ID, bundle, spec, nil, "")
+	return bundle, spec, nil
+}
+
+// obtain is the sandbox a request gets: without an id, one claimed from a
+// pool of its configuration if one is ready, else a fresh launch (under a
+// new id when none was asked for).
+func (m *Manager) obtain(id, bundle string, spec *specs.Spec, owner *launch.OwnerLock, digest string) (*Sandbox, error) {
+	if id == "" {
+		pd, err := poolDigest(bundle, spec)
+		if err != nil {
+			return nil, err
+		}
+		if s := m.claim(pd); s != nil {
+			s.owner, s.digest = owner, digest
+			return s, nil
+		}
+		id = newID("sb-")
 	}
-	return m.launchOwned(req, bundle, spec)
+	return m.launch(id, bundle, spec, owner, digest)
 }
 
 // launchOwned launches (or finds) the sandbox of an owner.
@@ -182,7 +227,7 @@ func (m *Manager) launchOwned(req Request, bundle string, spec *specs.Spec) (*Sa
 	}
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
-	key := req.Owner.key()
+	key := launch.Owner(*req.Owner).Key()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s := m.owned[key]; s != nil && !s.isGone() {
@@ -191,31 +236,31 @@ func (m *Manager) launchOwned(req Request, bundle string, spec *specs.Spec) (*Sa
 		}
 		return s, nil
 	}
-	dir, err := ownersDir(m.rt)
+	dir, err := launch.OwnersDir(m.rt)
 	if err != nil {
 		return nil, err
 	}
-	l, err := lockOwner(dir, key)
+	l, err := launch.LockOwner(dir, key)
 	if err != nil {
 		return nil, fmt.Errorf("owner %s: %w", req.Owner, err)
 	}
 	// A dead owner's sandbox not yet purged: that instance goes first
 	// (never a later sandbox of its id).
-	if prev, err := l.read(); err != nil || prev != nil {
+	if prev, err := l.Read(); err != nil || prev != nil {
 		if err == nil {
-			err = disposeInstance(m.rt, prev.ID, prev.Created)
+			err = launch.DisposeInstance(m.rt, prev.ID, prev.Created)
 		}
 		if err != nil {
-			l.release(false)
+			l.Release(false)
 			return nil, fmt.Errorf("owner %s: its previous sandbox: %w", req.Owner, err)
 		}
 	}
-	s, err := m.launch(req.ID, bundle, spec, l, digest)
+	s, err := m.obtain(req.ID, bundle, spec, l, digest)
 	if err != nil {
-		l.release(true)
+		l.Release(true)
 		return nil, err
 	}
-	if err := l.write(ownerFile{Owner: *req.Owner, ID: req.ID, Created: s.launched.Created, Digest: digest}); err != nil {
+	if err := l.Write(launch.OwnerFile{Owner: launch.Owner(*req.Owner), ID: s.ID(), Created: s.launched.Created, Digest: digest}); err != nil {
 		_ = s.Destroy()
 		return nil, fmt.Errorf("owner %s: %w", req.Owner, err)
 	}
@@ -224,15 +269,15 @@ func (m *Manager) launchOwned(req Request, bundle string, spec *specs.Spec) (*Sa
 }
 
 // launch compiles and launches one sandbox.
-func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *ownerLock, digest string) (*Sandbox, error) {
-	b, policy, err := Compile(spec, m.opts.Policy, id, bundle, NeverPaths(m.rt.Root, m.rt.StateDir), m.checks)
+func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *launch.OwnerLock, digest string) (*Sandbox, error) {
+	b, policy, err := launch.Compile(spec, m.opts.Policy, id, bundle, launch.NeverPaths(m.rt.Root, m.rt.StateDir), m.checks)
 	if err != nil {
 		return nil, err
 	}
 	if b.Process.Terminal {
 		return nil, errors.New("process.terminal: a Manager's sandbox has no terminal (commands' output is captured)")
 	}
-	p, err := InitProcess(b)
+	p, err := launch.InitProcess(b)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +287,7 @@ func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *ownerLock, 
 	}
 	defer null.Close()
 	p.Stdin, p.Stdout, p.Stderr = null, null, null
-	launched, err := Run(m.rt, Launch{
+	launched, err := launch.Run(m.rt, launch.Launch{
 		ID: id, Bundle: bundle, Boundary: b, Policy: policy,
 		Command: "launch", Start: true, Attached: true, Process: p,
 	})
@@ -300,7 +345,7 @@ func (s *Sandbox) destroyLocked() (err error) {
 	s.gone = true
 	// The owner's key goes with the sandbox, unless it could not be
 	// removed: then it is kept, for Purge to find once this process ends.
-	defer func() { s.owner.release(err == nil) }()
+	defer func() { s.owner.Release(err == nil) }()
 	ctr := s.launched.Container
 	op, err := s.m.rt.Begin(ctr.ID(), "destroy")
 	if err != nil {
@@ -322,7 +367,17 @@ func (s *Sandbox) destroyLocked() (err error) {
 
 // Purge destroys the sandboxes of scope's owners whose process died, and
 // reports those busy (their owner lives) or failed (kept for retry).
-func (m *Manager) Purge(scope string) ([]PurgeResult, error) { return Purge(m.rt, scope) }
+func (m *Manager) Purge(scope string) ([]PurgeResult, error) {
+	got, err := launch.Purge(m.rt, scope)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PurgeResult, len(got))
+	for i, r := range got {
+		out[i] = PurgeResult{Owner: Owner(r.Owner), ID: r.ID, Result: r.Result, Error: r.Error}
+	}
+	return out, nil
+}
 
 // Recover reaps what crashed programs and maka commands left behind (the
 // sandboxes of a Manager whose program died among them), as `maka recover`.
@@ -343,9 +398,9 @@ func (m *Manager) RecoverAndRelaunch(monitor string) ([]libmaka.RecoveryResult, 
 	if monitor == "" {
 		return nil, errors.New("relaunch: the monitor program (maka or maka-monitor) is required")
 	}
-	var launched []*Launched
+	var launched []*launch.Launched
 	results, err := m.rt.Recover(func(op *libmaka.Op, rec *libmaka.ContainerRecord) (libmaka.Status, error) {
-		status, l, err := Relaunch(m.rt, op, rec, m.opts.Policy, []string{monitor}, m.checks)
+		status, l, err := launch.Relaunch(m.rt, op, rec, m.opts.Policy, []string{monitor}, m.checks)
 		if status == libmaka.Running {
 			launched = append(launched, l)
 		}
@@ -354,7 +409,7 @@ func (m *Manager) RecoverAndRelaunch(monitor string) ([]libmaka.RecoveryResult, 
 	// Their poststart hooks, once no lock is held (a hook may call maka
 	// on the id), as after start.
 	for _, l := range launched {
-		if err := Poststart(l.Container); err != nil {
+		if err := launch.Poststart(l.Container); err != nil {
 			logrus.Warnf("recover: %v (the relaunched sandbox is stopped)", err)
 		}
 	}

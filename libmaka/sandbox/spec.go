@@ -1,7 +1,7 @@
 package sandbox
 
 import (
-	rspecconv "github.com/opencontainers/runc/libcontainer/specconv"
+	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -12,21 +12,7 @@ import (
 // /maka/work), without a terminal (`maka spec` turns it on for a shell).
 // For a Manager's sandbox, args should idle, e.g. IdleArgs.
 func DefaultSpec(rootfs string, args ...string) *specs.Spec {
-	spec := rspecconv.Example()
-	spec.Hostname = "maka"
-	spec.Root.Path = rootfs
-	spec.Root.Readonly = true
-	spec.Process.Args = args
-	spec.Process.Terminal = false
-	spec.Process.Capabilities = &specs.LinuxCapabilities{}
-	spec.Process.NoNewPrivileges = true
-	for _, dst := range []string{"/tmp", "/run", WorkDir} {
-		spec.Mounts = append(spec.Mounts, specs.Mount{
-			Destination: dst, Type: "tmpfs", Source: "tmpfs",
-			Options: []string{"nosuid", "nodev", "mode=1777", "size=128m"},
-		})
-	}
-	return spec
+	return launch.DefaultSpec(rootfs, args...)
 }
 
 // IdleArgs is an init that idles until the sandbox is destroyed, for a

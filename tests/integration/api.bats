@@ -12,7 +12,7 @@ bats_require_minimum_version 1.5.0
   echo "$output"
   [ "$status" -eq 0 ]
   # every guest test ran: none skipped, none missing
-  [ "$(grep -c '^--- PASS: TestGuest' <<<"$output")" -eq 7 ]
+  [ "$(grep -c '^--- PASS: TestGuest' <<<"$output")" -eq 8 ]
   ! grep -q '^--- SKIP' <<<"$output"
 }
 

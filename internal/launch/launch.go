@@ -1,8 +1,11 @@
-// Package sandbox is maka's launch path and its Go API: a checked boundary
-// contract becomes a running sandbox (Run), used alike by `maka create`,
-// `maka run`, `maka recover --relaunch` and by programs that embed maka
-// (Manager).
-package sandbox
+// Package launch is maka's one launch path: a checked boundary contract
+// becomes a running sandbox (Run), used alike by `maka create`, `maka
+// run`, `maka recover --relaunch` and the Go API (libmaka/sandbox's
+// Manager). It also holds what the CLI and the Go API share beyond it:
+// compiling a config.json (Compile), bounded commands (RunBounded,
+// ExecQueued), the environment of exec'd processes (ExecHome) and owner
+// keys (LockOwner, Purge). It is internal: embedders use libmaka/sandbox.
+package launch
 
 import (
 	"fmt"
@@ -220,6 +223,15 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	}
 	s.mon = w.mon
 	return s, nil
+}
+
+// MonitorErr is why the attached monitor destroyed the sandbox, if it did
+// (a *monitor.KilledError); nil for a detached sandbox.
+func (s *Launched) MonitorErr() error {
+	if s.mon == nil {
+		return nil
+	}
+	return s.mon.Err()
 }
 
 // Poststart runs the poststart hooks once the user process has started
