@@ -1110,6 +1110,10 @@ func (c *checker) checkLinux() {
 		if err != nil {
 			c.reject("linux.seccomp", "", "%v", err)
 			n = own
+		} else if field, reason, refused := initStatxRefusal(l.Seccomp, n); refused {
+			// The init would fail after the container exists: refused
+			// before anything does (seccomp_init.go).
+			c.reject(field, "", "%s", reason)
 		}
 		l.Seccomp = n
 	}

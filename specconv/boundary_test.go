@@ -504,9 +504,11 @@ func TestDefaultSeccompWhenConfigHasNone(t *testing.T) {
 	if out.Config.Seccomp == nil || len(out.Config.Seccomp.Syscalls) < 40 {
 		t.Fatalf("libcontainer seccomp = %+v", out.Config.Seccomp)
 	}
-	// A profile from config.json is kept as it is.
+	// A profile from config.json is kept as it is (it must let the init
+	// statx: seccomp_init.go).
 	s := sandboxSpec(t)
-	s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActErrno}
+	s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActErrno,
+		Syscalls: []specs.LinuxSyscall{{Names: []string{"statx"}, Action: specs.ActAllow}}}
 	b, err = ToBoundary(testHost, s, policy(t, "restricted"))
 	if err != nil || b.Syscalls.Profile != "config" || b.Seccomp.DefaultAction != specs.ActErrno {
 		t.Fatalf("config profile replaced: %+v, %v", b.Syscalls, err)

@@ -18,7 +18,7 @@ import (
 var hostPackages = map[string]bool{"os": true, "syscall": true, "golang.org/x/sys/unix": true, "io/ioutil": true}
 
 // pureCalls are the host packages' functions that read nothing.
-var pureCalls = map[string]bool{"unix.Major": true, "unix.Minor": true, "unix.Mkdev": true}
+var pureCalls = map[string]bool{"unix.Major": true, "unix.Minor": true, "unix.Mkdev": true, "unix.ErrnoName": true}
 
 // hostCallsElsewhere are the host reads of packages that are otherwise
 // pure (path/filepath: Abs reads the working directory).

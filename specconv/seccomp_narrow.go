@@ -35,7 +35,10 @@ import (
 //     own; own's condition always stays);
 //   - a call own allows and cfg refuses (by a rule or by its default) is
 //     refused with cfg's action and errno, so that a config's ENOSYS or
-//     kill is honoured;
+//     kill is honoured; but a call cfg does not name and predates (its
+//     number, in the numbering of the architecture maka is built for, is
+//     above every call cfg names) answers ENOSYS, as runc's -ENOSYS stub
+//     makes it for cfg alone (seccomp_era.go);
 //   - the default action is own's; the architectures are cfg's that own
 //     also lists (own's when cfg lists none); flags are own's plus cfg's,
 //     except SPEC_ALLOW (which weakens a mitigation) unless own has it;
@@ -73,15 +76,16 @@ func NarrowSeccomp(own, cfg *specs.LinuxSeccomp) (*specs.LinuxSeccomp, error) {
 			out.Flags = append(out.Flags, f)
 		}
 	}
+	era := eraOf(cfg, eraArch)
 	for _, name := range ruleNames(own) {
-		out.Syscalls = append(out.Syscalls, narrowName(own, cfg, name)...)
+		out.Syscalls = append(out.Syscalls, narrowName(own, cfg, era, name)...)
 	}
 	return out, nil
 }
 
 // narrowName is the result's rules for one syscall own names.
-func narrowName(own, cfg *specs.LinuxSeccomp, name string) []specs.LinuxSyscall {
-	view := cfgVerdict(cfg, name)
+func narrowName(own, cfg *specs.LinuxSeccomp, era cfgEra, name string) []specs.LinuxSyscall {
+	view := cfgVerdict(cfg, era, name)
 	var out []specs.LinuxSyscall
 	ownRefuses := false
 	for _, r := range own.Syscalls {
@@ -137,7 +141,9 @@ type cfgView struct {
 // maxAlternatives bounds the carving: past it the call is refused.
 const maxAlternatives = 256
 
-func cfgVerdict(cfg *specs.LinuxSeccomp, name string) cfgView {
+// cfgVerdict reads what cfg says of name; era is cfg's newest call, for
+// the calls cfg does not name.
+func cfgVerdict(cfg *specs.LinuxSeccomp, era cfgEra, name string) cfgView {
 	var v cfgView
 	named := false
 	for _, r := range cfg.Syscalls {
@@ -161,6 +167,8 @@ func cfgVerdict(cfg *specs.LinuxSeccomp, name string) cfgView {
 	if allows(cfg.DefaultAction) {
 		// What no rule matches runs: any arguments, minus the refusals.
 		v.alts = [][]specs.LinuxSeccompArg{{}}
+	} else if !named && era.predates(name) {
+		return cfgView{refusals: []specs.LinuxSyscall{*enosysRefusal()}}
 	} else if !named || len(v.alts) == 0 {
 		def := refusalOf(cfg.DefaultAction, cfg.DefaultErrnoRet)
 		return cfgView{refusals: append(v.refusals, *def)}

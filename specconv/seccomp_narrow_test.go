@@ -336,3 +336,99 @@ func TestDisjoint(t *testing.T) {
 		}
 	}
 }
+
+// A config profile that predates a call maka allows does not name it: the
+// narrowed filter answers ENOSYS (as libcontainer's -ENOSYS stub would for
+// the profile alone, and as a kernel without the call would), so a libc
+// falls back; a call of the profile's era it leaves out keeps its default.
+// The names are chosen so that this holds in x86_64's and aarch64's
+// numberings alike (newest named: unlinkat 263 on x86_64, gettid 178 on
+// aarch64; getpid is 39 and 172, statx 332 and 291, openat2 437 on both).
+func TestNarrowSeccompNewerThanTheProfile(t *testing.T) {
+	own := DefaultSeccomp(false)
+	eperm, eacces := uint(unix.EPERM), uint(unix.EACCES)
+	old := []string{"read", "write", "close", "exit_group", "unlinkat", "gettid"}
+	profile := func(def specs.LinuxSeccompAction, extra ...specs.LinuxSyscall) *specs.LinuxSeccomp {
+		return &specs.LinuxSeccomp{DefaultAction: def, DefaultErrnoRet: &eperm,
+			Syscalls: append([]specs.LinuxSyscall{{Names: old, Action: specs.ActAllow}}, extra...)}
+	}
+	const allow, enosys, epermV, eaccesV = "allow", "ENOSYS", "EPERM", "EACCES"
+	for _, tc := range []struct {
+		name string
+		cfg  *specs.LinuxSeccomp
+		want map[string]string
+	}{
+		{"a profile naming only old calls", profile(specs.ActErrno),
+			map[string]string{"statx": enosys, "openat2": enosys, "clone3": enosys, "close_range": enosys,
+				"getpid": epermV, "read": allow}},
+		{"a kill default: newer calls still ENOSYS", profile(specs.ActKillProcess),
+			map[string]string{"statx": enosys, "openat2": enosys}},
+		{"a profile allowing statx", profile(specs.ActErrno, specs.LinuxSyscall{Names: []string{"statx"}, Action: specs.ActAllow}),
+			map[string]string{"statx": allow, "openat2": enosys, "getpid": epermV}},
+		{"a profile refusing statx by name", profile(specs.ActErrno, specs.LinuxSyscall{Names: []string{"statx"}, Action: specs.ActErrno, ErrnoRet: &eacces}),
+			map[string]string{"statx": eaccesV, "openat2": enosys}},
+		{"a profile whose default allows", profile(specs.ActAllow, specs.LinuxSyscall{Names: []string{"getpid"}, Action: specs.ActErrno, ErrnoRet: &eacces}),
+			map[string]string{"statx": allow, "openat2": allow, "close_range": allow, "getpid": eaccesV}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := NarrowSeccomp(own, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkNarrowed(t, own, tc.cfg, res)
+			for call, want := range tc.want {
+				if got := verdictForTest(t, res, call); got != want {
+					t.Errorf("%s: %s, want %s", call, got, want)
+				}
+			}
+		})
+	}
+}
+
+// verdictForTest is what res answers call, which it must name in one rule
+// without conditions: "allow", or the refusal's errno ("kill" and the
+// like for other actions).
+func verdictForTest(t *testing.T, res *specs.LinuxSeccomp, call string) string {
+	t.Helper()
+	var rules []specs.LinuxSyscall
+	for _, r := range res.Syscalls {
+		if slices.Contains(r.Names, call) {
+			rules = append(rules, r)
+		}
+	}
+	if len(rules) != 1 || len(rules[0].Args) != 0 {
+		t.Fatalf("%s: want one rule without conditions, have %+v", call, rules)
+	}
+	r := rules[0]
+	switch {
+	case allows(r.Action):
+		return "allow"
+	case r.Action != specs.ActErrno:
+		return string(r.Action)
+	case r.ErrnoRet == nil:
+		return "EPERM" // libcontainer's default errno
+	}
+	return unix.ErrnoName(unix.Errno(*r.ErrnoRet))
+}
+
+// The era is read in one numbering, and the numberings disagree: i386
+// numbers arch_prctl (384) after statx (383), x86_64 before (158 and 332).
+// Names nobody numbers place nothing.
+func TestEraOfNumberings(t *testing.T) {
+	cfg := &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{
+		{Names: []string{"read", "arch_prctl", "not_a_syscall"}, Action: specs.ActAllow}}}
+	if !eraOf(cfg, "amd64").predates("statx") {
+		t.Error("amd64: statx not newer than arch_prctl")
+	}
+	if eraOf(cfg, "x86").predates("statx") {
+		t.Error("x86: statx newer than arch_prctl")
+	}
+	if eraOf(cfg, "amd64").predates("not_a_syscall") || eraOf(cfg, "amd64").predates("read") {
+		t.Error("an unknown or named call placed after the profile")
+	}
+	none := &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{
+		{Names: []string{"not_a_syscall"}, Action: specs.ActAllow}}}
+	if eraOf(none, "amd64").predates("statx") || eraOf(cfg, "no_such_arch").predates("statx") {
+		t.Error("a profile naming no known call, or an unknown numbering, has an era")
+	}
+}

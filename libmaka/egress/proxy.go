@@ -62,6 +62,13 @@ type Config struct {
 	// 8 KiB); MaxHelloBytes a TLS ClientHello (default 16 KiB).
 	MaxHeaderBytes int
 	MaxHelloBytes  int
+	// Local, if set, says whether an address is one of this host's own
+	// (an interface's): a name that resolves there is refused, as a
+	// non-public address is, unless an address entry names it. A public
+	// address of the host is where its own services listen: a listed
+	// wildcard whose names the sandbox's author controls must not lead
+	// there.
+	Local func(netip.Addr) bool
 }
 
 // Defaults of Config.
@@ -441,6 +448,13 @@ func (s *session) check(t target) ([]netip.AddrPort, *Refusal) {
 		return nil, &Refusal{Host: t.host, Port: t.port, Reason: ReasonNotListed,
 			Detail: "no egress entry names " + t.dest()}
 	}
+	// A lookup reaches the name's own servers: under a wildcard, the
+	// names themselves can carry data out. Each is charged to the byte
+	// budget.
+	if !s.p.spend(lookupCost) {
+		return nil, &Refusal{Host: t.host, Port: t.port, Reason: ReasonBudget,
+			Detail: fmt.Sprintf("the byte budget (%d) is spent", s.p.cfg.ByteBudget)}
+	}
 	ctx, cancel := context.WithTimeout(s.p.ctx, s.p.cfg.ConnectTimeout)
 	defer cancel()
 	addrs, err := s.p.cfg.Resolver.LookupNetIP(ctx, "ip", t.name)
@@ -449,14 +463,17 @@ func (s *session) check(t target) ([]netip.AddrPort, *Refusal) {
 	}
 	var pass []netip.AddrPort
 	var refused netip.Addr
+	local := false
 	for _, a := range addrs {
 		a = a.Unmap().WithZone("")
 		if !a.IsValid() {
 			continue
 		}
-		if nonGlobal(a) && !list.AllowsAddr(a, t.port) {
+		if list.AllowsAddr(a, t.port) {
+			// Named by an address entry: passes whatever it is.
+		} else if isLocal := s.p.cfg.Local != nil && s.p.cfg.Local(a); nonGlobal(a) || isLocal {
 			if !refused.IsValid() {
-				refused = a
+				refused, local = a, isLocal && !nonGlobal(a)
 			}
 			continue
 		}
@@ -466,8 +483,11 @@ func (s *session) check(t target) ([]netip.AddrPort, *Refusal) {
 	}
 	if len(pass) == 0 {
 		if refused.IsValid() {
-			return nil, &Refusal{Host: t.host, Port: t.port, Addr: refused, Reason: ReasonPrivateAddress,
-				Detail: "resolves to a non-public address no entry names"}
+			detail := "resolves to a non-public address no entry names"
+			if local {
+				detail = "resolves to an address of this host no entry names"
+			}
+			return nil, &Refusal{Host: t.host, Port: t.port, Addr: refused, Reason: ReasonPrivateAddress, Detail: detail}
 		}
 		return nil, &Refusal{Host: t.host, Port: t.port, Reason: ReasonResolveFailed, Detail: "no address"}
 	}
@@ -476,6 +496,10 @@ func (s *session) check(t target) ([]netip.AddrPort, *Refusal) {
 
 // maxTries bounds the addresses tried for one name.
 const maxTries = 8
+
+// lookupCost is what one lookup charges to the byte budget: about a DNS
+// query's size.
+const lookupCost = 64
 
 // dial connects to the first of addrs that answers. Opened is recorded on
 // success; nil without a refusal means the session was closed meanwhile.

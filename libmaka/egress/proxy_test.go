@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeResolver answers from a table; other names do not exist.
@@ -1054,4 +1056,112 @@ func TestHTTP10WithoutHost(t *testing.T) {
 		t.Errorf("body %q", body)
 	}
 	e.noRefusal()
+}
+
+// A name that resolves to one of the host's own addresses is refused, even
+// a public one, unless an address entry names it.
+func TestHostsOwnAddressesRefused(t *testing.T) {
+	port := echoServer(t)
+	p := strconv.Itoa(port)
+	local := func(a netip.Addr) bool { return a == netip.MustParseAddr("8.8.4.4") }
+	names := fakeResolver{"self.test": {"8.8.4.4"}, "echo.test": {"127.0.0.1"}}
+	e := newEnv(t, Config{List: mustList(t, "self.test:"+p), Local: local}, names, nil)
+	status, _, _ := connect(t, e.dial(), "self.test:"+p)
+	if status != 403 {
+		t.Fatalf("a name on the host's own address: %d", status)
+	}
+	r := e.refusal(ReasonPrivateAddress)
+	if r.Addr != netip.MustParseAddr("8.8.4.4") || !strings.Contains(r.Detail, "this host") {
+		t.Errorf("refusal %+v", r)
+	}
+	e.noDial()
+	// Named by an address entry: it passes (dialled where the test's
+	// dialer sends it).
+	e = newEnv(t, Config{List: mustList(t, "self.test:"+p, "8.8.4.4:"+p), Local: local}, names,
+		map[string]string{"8.8.4.4:" + p: "127.0.0.1:" + p})
+	c := e.dial()
+	status, br, _ := connect(t, c, "self.test:"+p)
+	if status != 200 {
+		t.Fatalf("named by an address entry: %d", status)
+	}
+	expectEcho(t, c, br)
+	e.noRefusal()
+}
+
+// Each lookup is charged to the byte budget: names cannot carry data out
+// through the host's resolver without bound.
+func TestLookupsChargedToTheBudget(t *testing.T) {
+	names := fakeResolver{}
+	e := newEnv(t, Config{List: mustList(t, "*.exfil.test:443"), ByteBudget: 3*lookupCost + 10}, names, nil)
+	for i := range 3 {
+		status, _, _ := connect(t, e.dial(), fmt.Sprintf("d%d.exfil.test:443", i))
+		if status != 502 {
+			t.Fatalf("lookup %d: %d", i, status)
+		}
+	}
+	status, _, _ := connect(t, e.dial(), "d3.exfil.test:443")
+	if status != 403 {
+		t.Fatalf("a lookup past the budget: %d", status)
+	}
+	var reasons []string
+	for _, r := range e.rec.Refusals() {
+		reasons = append(reasons, r.Reason)
+	}
+	if strings.Join(reasons, ",") != "resolve-failed,resolve-failed,resolve-failed,budget" {
+		t.Errorf("refusals %q", reasons)
+	}
+}
+
+// TCP urgent data (which splice(2) does not pass) does not stall a tunnel:
+// that direction is copied from then on, as read(2) steps over the byte.
+func TestUrgentDataDoesNotStallTheTunnel(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				// read(2) and write(2) (no splice): the urgent byte is
+				// stepped over.
+				_, _ = io.Copy(struct{ io.Writer }{c}, struct{ io.Reader }{c})
+			}()
+		}
+	}()
+	p := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	e := newEnv(t, Config{List: mustList(t, "127.0.0.1:"+p)}, fakeResolver{}, nil)
+	c := e.dial()
+	status, br, _ := connect(t, c, "127.0.0.1:"+p)
+	if status != 200 {
+		t.Fatal(status)
+	}
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(b string, flags int) {
+		var serr error
+		if err := rc.Write(func(fd uintptr) bool {
+			serr = unix.Sendmsg(int(fd), []byte(b), nil, nil, flags)
+			return true
+		}); err != nil || serr != nil {
+			t.Fatal(err, serr)
+		}
+	}
+	send("a", 0)
+	time.Sleep(50 * time.Millisecond)
+	send("!", unix.MSG_OOB)
+	time.Sleep(50 * time.Millisecond)
+	send("b\n", 0)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := br.ReadString('\n')
+	if err != nil || line != "ab\n" {
+		t.Errorf("through the tunnel: %q, %v", line, err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/maka-runtime/maka/libmaka/egress"
@@ -57,6 +58,34 @@ func (a absoluteResolver) LookupNetIP(ctx context.Context, network, host string)
 	return a.r.LookupNetIP(ctx, network, host)
 }
 
+// localAddrs is this host's interface addresses, read again at most every
+// localAddrsTTL: a name that resolves to one is refused unless an address
+// entry names it (egress.Config.Local).
+type localAddrs struct {
+	mu    sync.Mutex
+	at    time.Time
+	addrs map[netip.Addr]bool
+}
+
+const localAddrsTTL = 10 * time.Second
+
+func (l *localAddrs) has(a netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.addrs == nil || time.Since(l.at) > localAddrsTTL {
+		set := map[netip.Addr]bool{}
+		if ifas, err := net.InterfaceAddrs(); err == nil {
+			for _, ifa := range ifas {
+				if p, err := netip.ParsePrefix(ifa.String()); err == nil {
+					set[p.Addr().Unmap()] = true
+				}
+			}
+		}
+		l.addrs, l.at = set, time.Now()
+	}
+	return l.addrs[a.Unmap()]
+}
+
 // ServeEgress serves the sandbox's egress proxy on ln, the listening socket
 // made inside the sandbox's network namespace (libmaka.EgressListen), from
 // here, outside it, until Close. It takes ownership of ln. Close ends every
@@ -76,6 +105,7 @@ func (m *Monitor) ServeEgress(ln *os.File, cfg EgressConfig) error {
 	p, err := egress.New(egress.Config{
 		List: list, Recorder: rec,
 		Resolver:    absoluteResolver{&net.Resolver{PreferGo: true}},
+		Local:       (&localAddrs{}).has,
 		MaxConns:    cfg.MaxConns,
 		IdleTimeout: cfg.IdleTimeout,
 		ByteBudget:  cfg.Bytes,

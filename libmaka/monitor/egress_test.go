@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,5 +160,17 @@ func TestInfoCarriesTheListener(t *testing.T) {
 	r2.Close()
 	if err != nil || ln != nil || string(got) != string(data) {
 		t.Errorf("without a listener: %q %v %v", got, ln, err)
+	}
+}
+
+// This host's own addresses are known (loopback among them), and nothing
+// else is.
+func TestLocalAddrs(t *testing.T) {
+	l := &localAddrs{}
+	if !l.has(netip.MustParseAddr("127.0.0.1")) {
+		t.Error("127.0.0.1 is not this host's")
+	}
+	if l.has(netip.MustParseAddr("192.0.2.254")) {
+		t.Error("a documentation address is this host's")
 	}
 }

@@ -4,6 +4,8 @@
 # (so a libc falls back), ordinary programs run, and a config.json profile
 # can only narrow it: under baseline a profile that allows everything still
 # gets io_uring refused and mount watched; under restricted it is refused.
+# A config.json profile older than a call answers ENOSYS for it, and one
+# under which libcontainer's init could not statx is refused at create.
 
 MAKA_POLICY=   # restricted, the default
 load helpers
@@ -131,4 +133,53 @@ run_stopped() {
   [[ "$output" == *SANDBOX_BOUNDARY_VIOLATION* ]]
   assert_nothing_left sc-own
   assert_nothing_left sc-own2
+}
+
+# runtime-tools v0.9.0's default seccomp profile (generate/seccomp, as its
+# validation programs write it into every config.json on amd64: util.
+# GetDefaultGenerator's capabilities, so chroot is allowed; default action
+# SCMP_ACT_ERRNO without an errno). It is from 2019 and names no call above
+# copy_file_range (326 on x86_64). The numbers below are x86_64's: statx
+# 332, openat2 437, membarrier 324 (maka allows it, the profile leaves it
+# out, and it is of the profile's era), sysinfo 99.
+V090=$MAKA_REPO/tests/integration/fixtures/seccomp-runtime-tools-v0.9.0.json
+
+# libcontainer's init calls statx after loading the filter (the overmount
+# check of its procfs handle when it reopens the exec fifo) and, having
+# probed it before, does not fall back: ENOSYS ends it as EPERM would
+# ("could not get mount id: function not implemented", seen here before
+# maka refused the profile). So the profile as published is refused at
+# create, naming the field, before anything exists.
+@test "restricted: runtime-tools v0.9.0's seccomp profile (which predates statx) is refused at create, naming linux.seccomp.defaultAction" {
+  [ "$(uname -m)" = x86_64 ] || skip "syscall numbers are x86_64's"
+  make_bundle "$BATS_TEST_TMPDIR/b" true
+  update_config "$BATS_TEST_TMPDIR/b" '.linux.seccomp = $p[0]' --slurpfile p "$V090"
+  run maka_io create --bundle "$BATS_TEST_TMPDIR/b" sc-v090
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [[ "$output" == "BOUNDARY_REJECTED: "* ]]
+  [[ "$output" == *"linux.seccomp.defaultAction: the profile refuses statx (ENOSYS: the profile predates it), which the runtime's init calls after the filter is loaded (allow statx in the profile)"* ]]
+  assert_nothing_left sc-v090
+}
+
+# With statx allowed (runtime-tools added it after v0.9.0, in its #744) the
+# container runs: the calls newer than the profile (openat2, above statx)
+# answer ENOSYS, one of its era it leaves out (membarrier) its default, and
+# one it refuses by name its own errno.
+@test "restricted: v0.9.0's profile with statx allowed and sysinfo refused by name: statx runs, a refusal by name keeps its errno, openat2 answers ENOSYS" {
+  [ "$(uname -m)" = x86_64 ] || skip "syscall numbers are x86_64's"
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'escape sys:332 sys:99 sys:437 sys:324; echo done'
+  update_config "$BATS_TEST_TMPDIR/b" '.linux.seccomp = ($p[0]
+      | .syscalls[0].names = (.syscalls[0].names - ["sysinfo"] + ["statx"])
+      | .syscalls += [{names: ["sysinfo"], action: "SCMP_ACT_ERRNO", errnoRet: 13}])' --slurpfile p "$V090"
+  run maka_io run --bundle "$BATS_TEST_TMPDIR/b" sc-v090s
+  echo "$output"
+  [ "$status" -eq 0 ]
+  # statx(0, NULL, ...) runs: the kernel answers EFAULT.
+  [[ "$output" =~ sys:332\ pid=[0-9]+\ ret=-1\ errno=EFAULT ]]
+  [[ "$output" =~ sys:99\ pid=[0-9]+\ ret=-1\ errno=EACCES ]]
+  [[ "$output" =~ sys:437\ pid=[0-9]+\ ret=-1\ errno=ENOSYS ]]
+  [[ "$output" =~ sys:324\ pid=[0-9]+\ ret=-1\ errno=EPERM ]]
+  [[ "$output" == *done* ]]
+  assert_nothing_left sc-v090s
 }
