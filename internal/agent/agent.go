@@ -1,5 +1,5 @@
 // Package agent is maka's side of a tool sandbox's resident agent
-// (cmd/maka-agent): the protocol over the socket pair the agent holds as
+// (internal/agentinit, a constructor of every program linking libmaka): the protocol over the socket pair the agent holds as
 // the sandbox's init, and a Client that starts commands through it.
 //
 // Everything the agent says is untrusted: it runs with the sandbox's

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maka-runtime/maka/internal/agentinit"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -20,30 +22,18 @@ import (
 // the protocol and its bounds are what is tested; tests/integration
 // tries it as a sandbox's init).
 
-var agentBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "maka-agent-test")
-	if err == nil {
-		bin := filepath.Join(dir, "maka-agent")
-		src := filepath.Join("..", "..", "cmd", "maka-agent", "agent.c")
-		if out, err := exec.Command("gcc", "-static", "-O2", "-Wall", "-Werror", "-o", bin, src).CombinedOutput(); err == nil {
-			agentBin = bin
-		} else {
-			os.Stderr.Write(out)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+// agentCommand is this test binary re-executed as the agent (its
+// constructor, internal/agentinit, takes over).
+func agentCommand() *exec.Cmd {
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Env = []string{agentinit.Env + "=1"}
+	cmd.Stderr = os.Stderr
+	return cmd
 }
 
 // startAgent runs the agent with its end of a pair; the client's end.
 func startAgent(t *testing.T) (*Client, *exec.Cmd, *os.File) {
 	t.Helper()
-	if agentBin == "" {
-		t.Skip("no gcc to build cmd/maka-agent")
-	}
 	cf, af, err := Pair()
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +42,8 @@ func startAgent(t *testing.T) (*Client, *exec.Cmd, *os.File) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(agentBin)
+	cmd := agentCommand()
 	cmd.ExtraFiles = []*os.File{af}
-	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,14 +143,11 @@ func TestAgentSignal(t *testing.T) {
 // What is not the protocol is ignored (and its descriptors closed), a
 // malformed START is refused by its id; the agent still serves.
 func TestAgentIgnoresGarbage(t *testing.T) {
-	if agentBin == "" {
-		t.Skip("no gcc to build cmd/maka-agent")
-	}
 	cf, af, err := Pair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(agentBin)
+	cmd := agentCommand()
 	cmd.ExtraFiles = []*os.File{af}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
-// maka-agent: the resident agent of a tool sandbox (issue 26). It is the
-// sandbox's init, exec'd by libcontainer's init after the seccomp filter is
-// loaded, so it and every command it starts run with the sandbox's own
+// The resident agent of a tool sandbox (issue 26), as a constructor of every
+// program that links libmaka (as libcontainer's nsexec and egressns.c): when
+// the program is started with _MAKA_AGENT=1 it becomes the agent before the
+// Go runtime exists, and never returns to it. It is the sandbox's init,
+// exec'd by libcontainer's init after the seccomp filter is loaded, so it and every command it starts run with the sandbox's own
 // credentials, filter and limits. It holds one end of a socket pair (fd 3,
 // SOCK_SEQPACKET) whose other end is maka's, outside, and on request starts
 // a command: maka passes the command's stdin, stdout and stderr and a
@@ -243,7 +245,7 @@ static void reap(void)
 	}
 }
 
-int main(void)
+static int agent_main(void)
 {
 	// Not dumpable: no process of the sandbox may read its memory or
 	// its descriptors through /proc, nor trace it.
@@ -279,4 +281,12 @@ int main(void)
 			if (!request(&old))
 				return 0; // maka is gone: the sandbox ends with its init
 	}
+}
+
+__attribute__((constructor)) static void maka_agent(void)
+{
+	const char *on = getenv("_MAKA_AGENT");
+	if (on == NULL || strcmp(on, "1") != 0)
+		return;
+	_exit(agent_main());
 }
