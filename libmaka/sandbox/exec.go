@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maka-runtime/maka/internal/agent"
 	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
@@ -102,11 +103,24 @@ func (s *Sandbox) Exec(ctx context.Context, cmd Command) (*Result, error) {
 		return nil, fmt.Errorf("sandbox %s: %w: its process has exited%s", s.ID(), ErrGone, s.killedBy())
 	default:
 	}
-	res, err := launch.ExecQueued(ctx, s.launched.Container, ps, launch.Stdio{Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr}, limit, func() error {
+	stdio := launch.Stdio{Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr}
+	destroy := func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.destroyLocked()
-	})
+	}
+	var res *launch.Output
+	if s.agent != nil {
+		res, err = launch.ExecQueuedAgent(ctx, s.launched.Container, s.agent, ps, stdio, limit, destroy)
+		if errors.Is(err, agent.ErrGone) {
+			// A dead (or no longer trusted) agent is a dead sandbox: the
+			// command never runs some other way.
+			_ = s.Destroy()
+			return nil, fmt.Errorf("sandbox %s: %w: %w", s.ID(), ErrGone, err)
+		}
+	} else {
+		res, err = launch.ExecQueued(ctx, s.launched.Container, ps, stdio, limit, destroy)
+	}
 	// Under onViolation kill the monitor destroyed the whole sandbox: the
 	// violation is the answer.
 	if k := s.launched.MonitorErr(); k != nil {

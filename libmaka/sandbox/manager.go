@@ -11,9 +11,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/maka-runtime/maka/internal/agent"
 	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
@@ -146,6 +148,9 @@ type Sandbox struct {
 	// configuration it was launched with.
 	owner  *launch.OwnerLock
 	digest string
+	// agent is the client of the sandbox's resident agent (nil: commands
+	// go through libcontainer's exec path).
+	agent *agent.Client
 }
 
 // Launch compiles the request's configuration into a boundary contract,
@@ -287,14 +292,27 @@ func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *launch.Owne
 	}
 	defer null.Close()
 	p.Stdin, p.Stdout, p.Stderr = null, null, null
+	// An idle sandbox's init is maka's resident agent: commands start
+	// through it, with no process of maka's and no namespace joined.
+	var cl *agent.Client
+	if slices.Equal(b.Process.Args, IdleArgs) {
+		var release func()
+		if cl, release, err = launch.AgentInit(p); err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	launched, err := launch.Run(m.rt, launch.Launch{
 		ID: id, Bundle: bundle, Boundary: b, Policy: policy,
 		Command: "launch", Start: true, Attached: true, Process: p,
 	})
 	if launched == nil {
+		if cl != nil {
+			cl.Close()
+		}
 		return nil, err
 	}
-	s := &Sandbox{m: m, launched: launched, initDone: make(chan struct{}), slot: make(chan struct{}, 1), owner: owner, digest: digest}
+	s := &Sandbox{m: m, launched: launched, initDone: make(chan struct{}), slot: make(chan struct{}, 1), owner: owner, digest: digest, agent: cl}
 	// The init is this process's child: reap it when it ends.
 	go func() {
 		_, _ = p.Wait()
@@ -356,6 +374,9 @@ func (s *Sandbox) destroyLocked() (err error) {
 	// else) is not ours to remove.
 	if !op.OwnedBySelf() {
 		return nil
+	}
+	if s.agent != nil {
+		s.agent.Close()
 	}
 	// Why its monitor killed it is moot once it is being removed.
 	finish := func() { _ = s.launched.Finish() }
