@@ -45,6 +45,13 @@ func (f *signalForwarder) forward(pid int, tty *stdio) int {
 		switch sig {
 		case unix.SIGURG:
 			// The Go runtime's preemption signal, not meant for the container.
+		case unix.SIGPIPE:
+			// maka's own: a write to a socket whose reader left, such as
+			// the egress proxy's to a client that closed (it serves in
+			// this process for a foreground run). Never the container's:
+			// relayed, it would kill a workload whose init handles it.
+			// (Not ignored with signal.Ignore: SIG_IGN is inherited
+			// across exec, by the container.)
 		case unix.SIGWINCH:
 			tty.resize()
 		case unix.SIGCHLD:

@@ -78,7 +78,44 @@ func EgressListen(initPid int, proxy string, userns bool) (*os.File, error) {
 		ln.Close()
 		return nil, fmt.Errorf("egress: the proxy's listener: %w", err)
 	}
+	if err := inInitsNetns(ln, initPid, pidfd); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("egress: the proxy's listener: %w", err)
+	}
 	return ln, nil
+}
+
+// inInitsNetns: the socket lives in the init's network namespace, never in
+// this process's (where it would serve the sandbox's list to every local
+// user on the host's loopback). The socket's namespace comes from the
+// socket (SIOCGSKNS); the init's from /proc, read while its pidfd shows it
+// alive (it is this process's child, not yet reaped: its pid is its own).
+func inInitsNetns(ln *os.File, initPid, pidfd int) error {
+	nsfd, err := unix.IoctlRetInt(int(ln.Fd()), unix.SIOCGSKNS)
+	if err != nil {
+		return fmt.Errorf("its network namespace: %w", err)
+	}
+	defer unix.Close(nsfd)
+	var sock, init, own unix.Stat_t
+	if err := unix.Fstat(nsfd, &sock); err != nil {
+		return err
+	}
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/net", initPid), &init); err != nil {
+		return fmt.Errorf("the init's network namespace: %w", err)
+	}
+	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+		return fmt.Errorf("the init: %w", err)
+	}
+	if err := unix.Stat("/proc/self/ns/net", &own); err != nil {
+		return err
+	}
+	switch {
+	case sock.Dev == own.Dev && sock.Ino == own.Ino:
+		return fmt.Errorf("it is in maka's own network namespace")
+	case sock.Dev != init.Dev || sock.Ino != init.Ino:
+		return fmt.Errorf("it is not in the sandbox's network namespace")
+	}
+	return nil
 }
 
 // recvListener takes the one descriptor the helper sent (it has exited:

@@ -311,3 +311,17 @@ func TestNonGlobal(t *testing.T) {
 		t.Error("the zero address is global")
 	}
 }
+
+// Only the list's refusals may kill a sandbox: not a network's failure, a
+// malformed request or a bound.
+func TestPolicyReason(t *testing.T) {
+	for reason, want := range map[string]bool{
+		ReasonNotListed: true, ReasonPrivateAddress: true, ReasonRawIP: true, ReasonSNIMismatch: true, ReasonNoSNI: true, ReasonHostMismatch: true,
+		ReasonResolveFailed: false, ReasonDialFailed: false, ReasonTimeout: false, ReasonTooMany: false, ReasonBudget: false,
+		ReasonBadRequest: false, ReasonUnsupported: false, ReasonBadHello: false, "": false,
+	} {
+		if PolicyReason(reason) != want {
+			t.Errorf("PolicyReason(%q) = %v", reason, !want)
+		}
+	}
+}

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeResolver answers from a table; other names do not exist.
@@ -1107,5 +1109,59 @@ func TestLookupsChargedToTheBudget(t *testing.T) {
 	}
 	if strings.Join(reasons, ",") != "resolve-failed,resolve-failed,resolve-failed,budget" {
 		t.Errorf("refusals %q", reasons)
+	}
+}
+
+// TCP urgent data (which splice(2) does not pass) does not stall a tunnel:
+// that direction is copied from then on, as read(2) steps over the byte.
+func TestUrgentDataDoesNotStallTheTunnel(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				// read(2) and write(2) (no splice): the urgent byte is
+				// stepped over.
+				_, _ = io.Copy(struct{ io.Writer }{c}, struct{ io.Reader }{c})
+			}()
+		}
+	}()
+	p := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	e := newEnv(t, Config{List: mustList(t, "127.0.0.1:"+p)}, fakeResolver{}, nil)
+	c := e.dial()
+	status, br, _ := connect(t, c, "127.0.0.1:"+p)
+	if status != 200 {
+		t.Fatal(status)
+	}
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(b string, flags int) {
+		var serr error
+		if err := rc.Write(func(fd uintptr) bool {
+			serr = unix.Sendmsg(int(fd), []byte(b), nil, nil, flags)
+			return true
+		}); err != nil || serr != nil {
+			t.Fatal(err, serr)
+		}
+	}
+	send("a", 0)
+	time.Sleep(50 * time.Millisecond)
+	send("!", unix.MSG_OOB)
+	time.Sleep(50 * time.Millisecond)
+	send("b\n", 0)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := br.ReadString('\n')
+	if err != nil || line != "ab\n" {
+		t.Errorf("through the tunnel: %q, %v", line, err)
 	}
 }

@@ -31,6 +31,18 @@ const (
 	ReasonBudget         = "budget"          // the proxy's byte budget is spent
 )
 
+// PolicyReason says whether reason is a refusal of the list's (what the
+// sandbox asked for is not allowed), not a failure of the network, of the
+// client's request or of a bound: only those may kill the sandbox
+// (onEgressRefusal kill).
+func PolicyReason(reason string) bool {
+	switch reason {
+	case ReasonNotListed, ReasonPrivateAddress, ReasonRawIP, ReasonSNIMismatch, ReasonNoSNI, ReasonHostMismatch:
+		return true
+	}
+	return false
+}
+
 // Protocols, as the client spoke to the proxy.
 const (
 	ProtoConnect = "connect" // HTTP CONNECT

@@ -10,10 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// spliceChunk is the most one splice(2) moves: the pipe's size, asked for
-// (a larger pipe moves a fast download in fewer calls; the kernel may give
-// less to an unprivileged process: pipe-max-size).
-const spliceChunk = 1 << 20
+// A tunnel's pipe keeps the kernel's default size (16 pages): each one is
+// charged to its user's pipe allowance (pipe-user-pages-soft), which a
+// larger pipe per connection would spend for every other process of the
+// user. What one splice moves is at most what the pipe holds.
 
 // deadlineEvery: a deadline is moved forward at most this often (and at
 // least every half idle timeout), not at each call: each move is a timer's
@@ -23,12 +23,17 @@ const deadlineEvery = time.Second
 // errIdle: the tunnel passed no byte either way for IdleTimeout.
 var errIdle = errors.New("idle")
 
+// errUrgent: src's next byte is TCP urgent data, which splice(2) does not
+// pass (it answers EAGAIN at the mark, for ever).
+var errUrgent = errors.New("urgent data")
+
 // splicePump copies src to dst through a pipe with splice(2): the bytes go
 // from one socket to the other inside the kernel, never through a buffer
 // of the proxy's. It waits on Go's poller (RawConn), so deadlines and
 // Close end it as they end a Read; each call's bytes are counted against
 // the side's counter and the budget. ok is false when either end is not a
-// TCP socket (a test's or an embedder's conn): pump then copies.
+// TCP socket (a test's or an embedder's conn), or when src's next byte is
+// TCP urgent data (splice does not pass it): pump then copies the rest.
 func (s *session) splicePump(w *sideWriter, src, dst net.Conn) (ok bool) {
 	in, ok1 := src.(syscall.Conn)
 	out, ok2 := dst.(syscall.Conn)
@@ -46,14 +51,16 @@ func (s *session) splicePump(w *sideWriter, src, dst net.Conn) (ok bool) {
 	}
 	defer unix.Close(p[0])
 	defer unix.Close(p[1])
-	chunk := spliceChunk
-	if n, err := unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, spliceChunk); err == nil {
-		chunk = n
-	} else if n, err := unix.FcntlInt(uintptr(p[1]), unix.F_GETPIPE_SZ, 0); err == nil {
+	chunk := 64 << 10
+	if n, err := unix.FcntlInt(uintptr(p[1]), unix.F_GETPIPE_SZ, 0); err == nil {
 		chunk = n
 	}
 	err := s.spliceLoop(w, src, dst, rin, rout, p, chunk)
 	switch {
+	case errors.Is(err, errUrgent):
+		// splice(2) stops at TCP urgent data; read(2) steps over it:
+		// the rest of this direction is copied.
+		return false
 	case errors.Is(err, io.EOF):
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
 			return true
@@ -83,7 +90,14 @@ func (s *session) spliceLoop(w *sideWriter, src, dst net.Conn, rin, rout syscall
 			var k int64
 			k, serr = unix.Splice(int(fd), nil, p[1], nil, chunk, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
 			n = int(k)
-			return serr != unix.EAGAIN
+			if serr == unix.EAGAIN {
+				if mark, err := unix.IoctlGetInt(int(fd), unix.SIOCATMARK); err == nil && mark == 1 {
+					serr = errUrgent
+					return true
+				}
+				return false
+			}
+			return true
 		})
 		if err == nil {
 			err = serr

@@ -247,8 +247,12 @@ func (m *Monitor) violation(r Record, hostPid int) {
 	kill := m.cfg.OnViolation == ActionKill || r.Kind == LimitTimeout
 	if r.Type == TypeNetwork {
 		// A refusal is refused under every onViolation; only the
-		// policy's onEgressRefusal makes it fatal.
-		kill = m.egressKill
+		// policy's onEgressRefusal makes it fatal, and only a refusal of
+		// the list's (a network's or a client's hiccup is recorded), and
+		// only the first: the sessions still in flight when the sandbox
+		// dies are recorded as refusals, under the journal's bounds (a
+		// kill's record passes them).
+		kill = m.egressKill && egress.PolicyReason(r.Reason) && m.killedBy == nil
 	}
 	m.mu.Unlock()
 	if kill {

@@ -39,6 +39,11 @@ __attribute__((constructor)) static void maka_egressns(void)
 	// Not to be read or traced by anyone while it is inside.
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		fail("prctl");
+	// Nothing but its two descriptors (and stdio) goes into the sandbox's
+	// namespaces with it, whatever its parent left open.
+	if (syscall(SYS_close_range, SEND_FD + 1, ~0U, 0) < 0)
+		for (int fd = SEND_FD + 1; fd < 1024; fd++)
+			close(fd);
 	char *end;
 	long port = strtol(spec, &end, 10);
 	if (end == spec || port < 1 || port > 65535 || (*end != '\0' && strcmp(end, ":user") != 0)) {
