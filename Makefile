@@ -44,7 +44,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: FORCE all build maka monitor static install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation images test demo bench deps deps-packages lint clean
+.PHONY: FORCE all build maka monitor agent static install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation images test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -62,8 +62,17 @@ $(DEPS_STAMP): Makefile
 	@$(MAKE) --no-print-directory deps-packages
 	@mkdir -p $(dir $@) && touch $@
 
-build maka: monitor $(DEPS_STAMP)
-	$(GO) build -tags "$(BUILDTAGS) monitor_embed" -trimpath -ldflags "$(LDFLAGS)" -o maka .
+# maka, and every program on the Go API that launches tool sandboxes, also
+# carries the resident agent (cmd/maka-agent, C, static: it is exec'd inside
+# the sandbox's root, whatever libc the image has), embedded by
+# internal/agentexe under the agent_embed tag.  Without the tag a tool
+# sandbox's commands go through libcontainer's exec path.
+AGENT := $(CURDIR)/build/maka-agent
+AGENT_EMBED := $(CURDIR)/internal/agentexe
+CC ?= cc
+
+build maka: monitor agent $(DEPS_STAMP)
+	$(GO) build -tags "$(BUILDTAGS) monitor_embed agent_embed" -trimpath -ldflags "$(LDFLAGS)" -o maka .
 
 monitor:
 	mkdir -p build
@@ -71,8 +80,14 @@ monitor:
 	gzip -9 -n -c $(MONITOR) > $(MONITOR).gz
 	sha256sum $(MONITOR) | cut -d' ' -f1 > $(MONITOR).sha256
 
-static: monitor $(DEPS_STAMP)
-	$(GO) build -tags "$(STATIC_BUILDTAGS) monitor_embed" -trimpath \
+agent:
+	mkdir -p build
+	$(CC) -static -Os -Wall -Werror -s -o $(AGENT) cmd/maka-agent/agent.c
+	gzip -9 -n -c $(AGENT) > $(AGENT_EMBED)/maka-agent.gz
+	sha256sum $(AGENT) | cut -d' ' -f1 > $(AGENT_EMBED)/maka-agent.sha256
+
+static: monitor agent $(DEPS_STAMP)
+	$(GO) build -tags "$(STATIC_BUILDTAGS) monitor_embed agent_embed" -trimpath \
 		-ldflags "$(LDFLAGS) -extldflags -static" -o maka.static .
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the man pages
@@ -110,12 +125,12 @@ fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape $(FIXTURES)/swapper $(FIXTURES)/san
 # The Go API's tests that launch real sandboxes (libmaka/sandbox,
 # guest_test.go) and the example program, built here and run in the guest
 # by tests/integration/api.bats.
-$(FIXTURES)/sandbox.test: FORCE
+$(FIXTURES)/sandbox.test: agent FORCE
 	mkdir -p $(FIXTURES)
-	$(GO) test -c -tags "$(BUILDTAGS)" -o $@ ./libmaka/sandbox
-$(FIXTURES)/toolsandbox: FORCE
+	$(GO) test -c -tags "$(BUILDTAGS) agent_embed" -o $@ ./libmaka/sandbox
+$(FIXTURES)/toolsandbox: agent FORCE
 	mkdir -p $(FIXTURES)
-	$(GO) build -tags "$(BUILDTAGS)" -o $@ ./examples/toolsandbox
+	$(GO) build -tags "$(BUILDTAGS) agent_embed" -o $@ ./examples/toolsandbox
 # egress.bats' servers and client, static: the client runs in the busybox root.
 $(FIXTURES)/egresstool: FORCE
 	mkdir -p $(FIXTURES)
@@ -279,5 +294,5 @@ lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 
 clean:
-	rm -f maka maka.static
+	rm -f maka maka.static $(AGENT_EMBED)/maka-agent.gz $(AGENT_EMBED)/maka-agent.sha256
 	rm -rf build

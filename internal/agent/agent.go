@@ -1,6 +1,7 @@
 // Package agent is maka's side of a tool sandbox's resident agent
-// (internal/agentinit, a constructor of every program linking libmaka): the protocol over the socket pair the agent holds as
-// the sandbox's init, and a Client that starts commands through it.
+// (cmd/maka-agent, carried by internal/agentexe): the protocol over the
+// socket pair the agent holds as the sandbox's init, and a Client that
+// starts commands through it.
 //
 // Everything the agent says is untrusted: it runs with the sandbox's
 // credentials, so a command could have taken it over. Replies are bounded

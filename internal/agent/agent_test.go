@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -13,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maka-runtime/maka/internal/agentinit"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -22,11 +21,35 @@ import (
 // the protocol and its bounds are what is tested; tests/integration
 // tries it as a sandbox's init).
 
-// agentCommand is this test binary re-executed as the agent (its
-// constructor, internal/agentinit, takes over).
+// agentBinary is cmd/maka-agent built as `make agent` builds it (static),
+// once for the package's tests.
+var agentBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "maka-agent-test")
+	if err != nil {
+		panic(err)
+	}
+	agentBinary = filepath.Join(dir, "maka-agent")
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	build := exec.Command(cc, "-static", "-Os", "-Wall", "-Werror", "-o", agentBinary, "../../cmd/maka-agent/agent.c")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the agent:", err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// agentCommand runs the agent.
 func agentCommand() *exec.Cmd {
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Env = []string{agentinit.Env + "=1"}
+	cmd := exec.Command(agentBinary)
+	cmd.Env = []string{}
 	cmd.Stderr = os.Stderr
 	return cmd
 }

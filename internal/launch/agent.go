@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/maka-runtime/maka/internal/agent"
-	// Every program that launches sandboxes carries the agent.
-	"github.com/maka-runtime/maka/internal/agentinit"
+	"github.com/maka-runtime/maka/internal/agentexe"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -91,32 +90,26 @@ func cgroupOfPid(pid int) (string, error) {
 }
 
 // AgentInit makes p, an idle sandbox's init process, maka's resident agent:
-// libcontainer's init execs this program (a read-only descriptor of it,
-// fd 4, which the agent closes first thing; it is not dumpable) with
-// agentinit.Env set, holding the agent's end of a socket pair on fd 3. It
-// returns the client, and release, to call once the init has started (it
-// closes this process's copies of the two descriptors).
+// libcontainer's init execs the agent's sealed memfd (agentexe, fd 4, which
+// the agent closes first thing; it is not dumpable) holding the agent's end
+// of a socket pair on fd 3. It returns the client, and release, to call
+// once the init has started (it closes this process's copy of the agent's
+// end). agentexe.ErrNotCarried: this program has no agent to give.
 func AgentInit(p *libcontainer.Process) (*agent.Client, func(), error) {
-	exe, err := os.Open("/proc/self/exe")
+	exe, err := agentexe.Open()
 	if err != nil {
-		return nil, nil, fmt.Errorf("the agent's program: %w", err)
+		return nil, nil, err
 	}
 	cf, af, err := agent.Pair()
 	if err != nil {
-		exe.Close()
 		return nil, nil, err
 	}
 	cl, err := agent.NewClient(cf)
 	if err != nil {
-		exe.Close()
 		af.Close()
 		return nil, nil, err
 	}
 	p.Args = []string{"/proc/self/fd/4"}
-	p.Env = append(p.Env, agentinit.Env+"=1")
 	p.ExtraFiles = []*os.File{af, exe}
-	return cl, func() {
-		af.Close()
-		exe.Close()
-	}, nil
+	return cl, func() { af.Close() }, nil
 }

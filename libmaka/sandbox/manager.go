@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/maka-runtime/maka/internal/agent"
+	"github.com/maka-runtime/maka/internal/agentexe"
 	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
@@ -293,14 +294,20 @@ func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *launch.Owne
 	defer null.Close()
 	p.Stdin, p.Stdout, p.Stderr = null, null, null
 	// An idle sandbox's init is maka's resident agent: commands start
-	// through it, with no process of maka's and no namespace joined.
+	// through it, with no process of maka's and no namespace joined. A
+	// program built without the agent keeps the idle init and
+	// libcontainer's exec path.
 	var cl *agent.Client
 	if slices.Equal(b.Process.Args, IdleArgs) {
 		var release func()
-		if cl, release, err = launch.AgentInit(p); err != nil {
+		cl, release, err = launch.AgentInit(p)
+		switch {
+		case errors.Is(err, agentexe.ErrNotCarried):
+		case err != nil:
 			return nil, err
+		default:
+			defer release()
 		}
-		defer release()
 	}
 	launched, err := launch.Run(m.rt, launch.Launch{
 		ID: id, Bundle: bundle, Boundary: b, Policy: policy,

@@ -1,8 +1,9 @@
-// The resident agent of a tool sandbox (issue 26), as a constructor of every
-// program that links libmaka (as libcontainer's nsexec and egressns.c): when
-// the program is started with _MAKA_AGENT=1 it becomes the agent before the
-// Go runtime exists, and never returns to it. It is the sandbox's init,
-// exec'd by libcontainer's init after the seccomp filter is loaded, so it and every command it starts run with the sandbox's own
+// maka-agent is the resident agent of a tool sandbox (issue 26): a small
+// static program, carried inside maka as maka-monitor is (internal/agentexe
+// embeds it; maka verifies its digest and execs it from a sealed memfd), so
+// that it runs in any root, whatever the image's libc. It is the sandbox's
+// init, exec'd by libcontainer's init after the seccomp filter is loaded,
+// so it and every command it starts run with the sandbox's own
 // credentials, filter and limits. It holds one end of a socket pair (fd 3,
 // SOCK_SEQPACKET) whose other end is maka's, outside, and on request starts
 // a command: maka passes the command's stdin, stdout and stderr and a
@@ -19,7 +20,7 @@
 // end of the socket as the end of the sandbox.
 //
 // Protocol (little-endian; struct layouts below, shared with
-// internal/agent/proto.go):
+// internal/agent/agent.go):
 //   maka -> agent  START: header, then cwd, argv and env as NUL-terminated
 //                  strings; SCM_RIGHTS: stdin, stdout, stderr, sync (4 fds)
 //                  SIGNAL: header with the id and the signal in flags
@@ -252,8 +253,17 @@ static int agent_main(void)
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	// Only the control socket stays: the binary's descriptor (it was
 	// exec'd from one) and anything else inherited go.
-	for (int fd = CTL_FD + 1; fd < 1024; fd++)
-		close(fd);
+	if (syscall(SYS_close_range, CTL_FD + 1, ~0U, 0) < 0) {
+		struct rlimit rl;
+		int max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
+		for (int fd = CTL_FD + 1; fd < max; fd++)
+			close(fd);
+	}
+	// fd 3 must be maka's end of a SOCK_SEQPACKET pair, nothing else.
+	int type = 0;
+	socklen_t len = sizeof(type);
+	if (getsockopt(CTL_FD, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET)
+		return 1;
 	if (fcntl(CTL_FD, F_SETFD, FD_CLOEXEC) < 0)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
@@ -283,10 +293,7 @@ static int agent_main(void)
 	}
 }
 
-__attribute__((constructor)) static void maka_agent(void)
+int main(void)
 {
-	const char *on = getenv("_MAKA_AGENT");
-	if (on == NULL || strcmp(on, "1") != 0)
-		return;
-	_exit(agent_main());
+	return agent_main();
 }
