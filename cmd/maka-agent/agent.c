@@ -48,12 +48,14 @@
 #define MAGIC 0x314b414dU /* "MAK1" */
 #define MSG_START 1
 #define MSG_SIGNAL 2
+#define MSG_ATTACH 3
 #define MSG_STARTED 16
 #define MSG_EXITED 17
 #define MSG_FAILED 18
 #define MAX_MSG (256 * 1024)
 #define MAX_STRINGS 4096
 #define MAX_CMDS 64
+#define MAX_CONNS 16
 
 struct header {
 	uint32_t magic, type, id, flags;
@@ -65,20 +67,45 @@ struct reply {
 	int64_t a, b, c, d;
 };
 
+// A command belongs to the connection that started it: its replies go
+// there, and only that connection may signal it.
 struct cmd {
 	uint32_t id;
 	pid_t pid;
+	int conn;
 };
 
 static struct cmd cmds[MAX_CMDS];
 static char msg[MAX_MSG];
+// conns[0] is fd 3, whose holder (maka, or the detached sandbox's monitor)
+// is the sandbox's life: its end is the agent's. The others were attached
+// through it (MSG_ATTACH), one per `maka exec`; -1: a free slot.
+static int conns[MAX_CONNS];
 
-static void reply(uint32_t type, uint32_t id, int64_t a, int64_t b, int64_t c, int64_t d)
+static void drop_conn(int c)
 {
-	struct reply r = {.magic = MAGIC, .type = type, .id = id, .a = a, .b = b, .c = c, .d = d};
-	// maka reads every reply; one that cannot be sent means maka is gone.
-	if (send(CTL_FD, &r, sizeof(r), MSG_NOSIGNAL) != (ssize_t)sizeof(r) && errno != EINTR)
-		_exit(0);
+	close(conns[c]);
+	conns[c] = -1;
+	for (int i = 0; i < MAX_CMDS; i++)
+		if (cmds[i].pid > 0 && cmds[i].conn == c)
+			cmds[i].conn = -1; // runs on; its end is reported to nobody
+}
+
+static void reply(int c, uint32_t type, uint32_t id, int64_t a, int64_t b, int64_t d1, int64_t d2)
+{
+	struct reply r = {.magic = MAGIC, .type = type, .id = id, .a = a, .b = b, .c = d1, .d = d2};
+	if (c < 0 || conns[c] < 0)
+		return;
+	// The peer reads every reply; one that cannot be sent means it is
+	// gone: the sandbox's holder (the agent ends), or one exec's client.
+	// An exec's client that does not read is dropped rather than let it
+	// stall the agent for every other.
+	int flags = MSG_NOSIGNAL | (c == 0 ? 0 : MSG_DONTWAIT);
+	if (send(conns[c], &r, sizeof(r), flags) != (ssize_t)sizeof(r) && errno != EINTR) {
+		if (c == 0)
+			_exit(0);
+		drop_conn(c);
+	}
 }
 
 static void close_fds(int *fds, int n)
@@ -106,7 +133,9 @@ static int strings(char **p, char *end, uint32_t n, char **out)
 // child runs in the forked command: sync with maka, then exec.
 static void child(char *cwd, char **argv, char **envp, int *fds, const sigset_t *old)
 {
-	close(CTL_FD);
+	for (int c = 0; c < MAX_CONNS; c++)
+		if (conns[c] >= 0)
+			close(conns[c]);
 	sigprocmask(SIG_SETMASK, old, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	setsid();
@@ -133,7 +162,7 @@ static void child(char *cwd, char **argv, char **envp, int *fds, const sigset_t 
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
-static void start(struct header *h, char *body, char *end, int *fds, int nfds, const sigset_t *old)
+static void start(int c, struct header *h, char *body, char *end, int *fds, int nfds, const sigset_t *old)
 {
 	static char *argv[MAX_STRINGS + 1], *envp[MAX_STRINGS + 1];
 	char *p = body, *cwd;
@@ -144,21 +173,21 @@ static void start(struct header *h, char *body, char *end, int *fds, int nfds, c
 			break;
 		}
 	if (nfds != 4 || h->argc < 1 || h->argc > MAX_STRINGS || h->envc > MAX_STRINGS || slot < 0) {
-		reply(MSG_FAILED, h->id, slot < 0 ? EAGAIN : EINVAL, 0, 0, 0);
+		reply(c, MSG_FAILED, h->id, slot < 0 ? EAGAIN : EINVAL, 0, 0, 0);
 		close_fds(fds, nfds);
 		return;
 	}
 	char *one[2];
 	if (strings(&p, end, 1, one) < 0 || strings(&p, end, h->argc, argv) < 0 || strings(&p, end, h->envc, envp) < 0 ||
 	    argv[0][0] == '\0') {
-		reply(MSG_FAILED, h->id, EINVAL, 0, 0, 0);
+		reply(c, MSG_FAILED, h->id, EINVAL, 0, 0, 0);
 		close_fds(fds, nfds);
 		return;
 	}
 	cwd = one[0];
 	pid_t pid = fork();
 	if (pid < 0) {
-		reply(MSG_FAILED, h->id, errno, 0, 0, 0);
+		reply(c, MSG_FAILED, h->id, errno, 0, 0, 0);
 		close_fds(fds, nfds);
 		return;
 	}
@@ -167,21 +196,40 @@ static void start(struct header *h, char *body, char *end, int *fds, int nfds, c
 	close_fds(fds, nfds);
 	cmds[slot].id = h->id;
 	cmds[slot].pid = pid;
-	reply(MSG_STARTED, h->id, pid, 0, 0, 0);
+	cmds[slot].conn = c;
+	reply(c, MSG_STARTED, h->id, pid, 0, 0, 0);
 }
 
-static void signal_cmd(struct header *h)
+static void signal_cmd(int c, struct header *h)
 {
 	int sig = (int)h->flags;
 	if (sig < 1 || sig > 64)
 		return;
 	for (int i = 0; i < MAX_CMDS; i++)
-		if (cmds[i].pid > 0 && cmds[i].id == h->id)
+		if (cmds[i].pid > 0 && cmds[i].conn == c && cmds[i].id == h->id)
 			kill(cmds[i].pid, sig);
 }
 
-// request reads one message from maka; 0 means maka closed its end.
-static int request(const sigset_t *old)
+// attach takes a new connection from the primary's holder: it must be one
+// end of a SOCK_SEQPACKET pair (its other end goes to one `maka exec`).
+static void attach(int *fds, int nfds)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+	int slot = -1;
+	for (int c = 1; c < MAX_CONNS && slot < 0; c++)
+		if (conns[c] < 0)
+			slot = c;
+	if (nfds != 1 || slot < 0 || getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET) {
+		close_fds(fds, nfds); // its client reads the end
+		return;
+	}
+	conns[slot] = fds[0];
+}
+
+// request reads one message from connection c; 0 means its peer closed
+// its end.
+static int request(int c, const sigset_t *old)
 {
 	union {
 		char buf[CMSG_SPACE(8 * sizeof(int))];
@@ -189,18 +237,18 @@ static int request(const sigset_t *old)
 	} u;
 	struct iovec iov = {.iov_base = msg, .iov_len = sizeof(msg)};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-	ssize_t n = recvmsg(CTL_FD, &m, MSG_CMSG_CLOEXEC);
+	ssize_t n = recvmsg(conns[c], &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
 		return errno == EINTR || errno == EAGAIN ? 1 : 0;
 	if (n == 0)
 		return 0;
 	int fds[8], nfds = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c != NULL; c = CMSG_NXTHDR(&m, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
-		int k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		for (int i = 0; i < k && nfds < 8; i++)
-			memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 	}
 	struct header h;
 	if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)n < sizeof(h)) {
@@ -214,11 +262,18 @@ static int request(const sigset_t *old)
 	}
 	switch (h.type) {
 	case MSG_START:
-		start(&h, msg + sizeof(h), msg + n, fds, nfds, old);
+		start(c, &h, msg + sizeof(h), msg + n, fds, nfds, old);
 		break;
 	case MSG_SIGNAL:
 		close_fds(fds, nfds);
-		signal_cmd(&h);
+		signal_cmd(c, &h);
+		break;
+	case MSG_ATTACH:
+		// Only the sandbox's holder attaches clients.
+		if (c == 0)
+			attach(fds, nfds);
+		else
+			close_fds(fds, nfds);
 		break;
 	default:
 		close_fds(fds, nfds);
@@ -240,7 +295,7 @@ static void reap(void)
 			if (cmds[i].pid == pid) {
 				int64_t ut = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
 				int64_t st = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
-				reply(MSG_EXITED, cmds[i].id, status, ut, st, ru.ru_maxrss);
+				reply(cmds[i].conn, MSG_EXITED, cmds[i].id, status, ut, st, ru.ru_maxrss);
 				cmds[i].pid = 0;
 			}
 	}
@@ -267,29 +322,50 @@ static int agent_main(void)
 	if (fcntl(CTL_FD, F_SETFD, FD_CLOEXEC) < 0)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
-	sigset_t chld, old;
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, &old);
-	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	// SIGCHLD, and the signals that end a container (`maka kill`'s
+	// default, a foreground run's ^C), through a descriptor: the last
+	// end the sandbox only when sent from outside its pid namespace (the
+	// kernel then reports no sender's pid). The init of a pid namespace
+	// gets no signal from inside that it does not handle, and these it
+	// ignores from inside: no command ends the sandbox by signalling it.
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		return 1;
+	conns[0] = CTL_FD;
+	for (int c = 1; c < MAX_CONNS; c++)
+		conns[c] = -1;
 	for (;;) {
-		struct pollfd p[2] = {{.fd = CTL_FD, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		struct pollfd p[MAX_CONNS + 1] = {{.fd = sfd, .events = POLLIN}};
+		for (int c = 0; c < MAX_CONNS; c++)
+			p[c + 1] = (struct pollfd){.fd = conns[c], .events = POLLIN}; // -1: ignored
 		// A second's timeout: orphans reparented to the init are reaped
 		// even if a SIGCHLD was merged away.
-		int n = poll(p, 2, 1000);
+		int n = poll(p, MAX_CONNS + 1, 1000);
 		if (n < 0 && errno != EINTR)
 			return 1;
-		if (p[1].revents & POLLIN) {
+		if (p[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-				;
+				if (si.ssi_signo != SIGCHLD && si.ssi_pid == 0 && si.ssi_code == SI_USER)
+					return 128 + (int)si.ssi_signo;
 		}
 		reap();
-		if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
-			if (!request(&old))
-				return 0; // maka is gone: the sandbox ends with its init
+		for (int c = 0; c < MAX_CONNS; c++) {
+			if (conns[c] < 0 || p[c + 1].fd != conns[c] || !(p[c + 1].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (request(c, &old))
+				continue;
+			if (c == 0)
+				return 0; // the holder is gone: the sandbox ends with its init
+			drop_conn(c);
+		}
 	}
 }
 

@@ -30,6 +30,7 @@ const (
 	magic       = 0x314b414d // "MAK1"
 	msgStart    = 1
 	msgSignal   = 2
+	msgAttach   = 3
 	msgStarted  = 16
 	msgExited   = 17
 	msgFailed   = 18
@@ -84,6 +85,48 @@ func Pair() (client, agent *os.File, err error) {
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, maxMsg+4096)
 	}
 	return os.NewFile(uintptr(fds[0]), "agent-client"), os.NewFile(uintptr(fds[1]), "agent"), nil
+}
+
+// MaxClients is how many connections the agent serves at once: its
+// holder's and those Attach made.
+const MaxClients = 16
+
+// Attach gives the agent behind holder (the holder's end of the agent's
+// first connection, which only the sandbox's holder has: maka's launcher
+// or the sandbox's monitor) a connection of its own, and returns the
+// client's end for NewClient. Commands started on it are reported on it
+// and only it may signal them; its end is never the sandbox's. The agent
+// closes one it cannot take (MaxClients): the client reads the end.
+func Attach(holder *os.File) (*os.File, error) {
+	cf, af, err := Pair()
+	if err != nil {
+		return nil, err
+	}
+	defer af.Close()
+	sc, err := holder.SyscallConn()
+	if err != nil {
+		cf.Close()
+		return nil, err
+	}
+	var serr error
+	if err := sc.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), attachHeader(), unix.UnixRights(int(af.Fd())), nil, 0)
+		return !errors.Is(serr, unix.EAGAIN)
+	}); err != nil {
+		serr = err
+	}
+	if serr != nil {
+		cf.Close()
+		return nil, fmt.Errorf("agent: %w", errors.Join(ErrGone, serr))
+	}
+	return cf, nil
+}
+
+func attachHeader() []byte {
+	h := make([]byte, headerSize)
+	binary.LittleEndian.PutUint32(h[0:], magic)
+	binary.LittleEndian.PutUint32(h[4:], msgAttach)
+	return h
 }
 
 // Client talks to one agent.

@@ -269,3 +269,98 @@ func TestEncodeStartBounds(t *testing.T) {
 		}
 	}
 }
+
+// Attach gives a client a connection of its own: its commands are
+// reported to it alone, only it may signal them, it cannot attach others,
+// its end is not the sandbox's, and the agent takes at most MaxClients.
+func TestAgentAttach(t *testing.T) {
+	c, _, holder := startAgent(t)
+	af, err := Attach(holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewClient(af)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _, e := run(t, a, []string{"echo", "attached"}, ""); out != "attached\n" || e.Code() != 0 {
+		t.Errorf("through an attached client: %q %d", out, e.Code())
+	}
+	// The holder's command 1 and the attached client's: a SIGNAL for id 1
+	// on the attached connection reaches only its own.
+	null, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	defer null.Close()
+	sleep := func(cl *Client) *Proc {
+		inR, inW, _ := os.Pipe()
+		t.Cleanup(func() { inW.Close() })
+		p, err := cl.Start(Command{Args: []string{"sleep", "100"}, Env: []string{"PATH=/usr/bin:/bin"}, Stdin: inR, Stdout: null, Stderr: null}, 10*time.Second)
+		inR.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = p.Go()
+		return p
+	}
+	mine := sleep(c)
+	theirs := sleep(a)
+	sig := header(msgSignal, mine.id, 0, 0)
+	binary.LittleEndian.PutUint32(sig[12:], uint32(unix.SIGKILL))
+	if _, err := a.conn.Write(sig); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := unix.Kill(mine.HostPid, 0); err != nil {
+		t.Errorf("a client's SIGNAL reached the holder's command: %v", err)
+	}
+	theirs.Signal(unix.SIGKILL)
+	if e, err := theirs.Wait(); err != nil || e.Code() != 137 {
+		t.Errorf("the attached client's own command: %v %d", err, e.Code())
+	}
+	mine.Signal(unix.SIGKILL)
+	_, _ = mine.Wait()
+	// An attached client cannot attach: the descriptor it sends is closed.
+	cf, af2, _ := Pair()
+	defer cf.Close()
+	if _, _, err := a.conn.WriteMsgUnix(attachHeader(), unix.UnixRights(int(af2.Fd())), nil); err != nil {
+		t.Fatal(err)
+	}
+	af2.Close()
+	pfd := []unix.PollFd{{Fd: int32(cf.Fd()), Events: unix.POLLIN}}
+	if n, _ := unix.Poll(pfd, 5000); n != 1 || pfd[0].Revents&unix.POLLHUP == 0 {
+		t.Errorf("a connection attached by a client was kept: poll %d %#x", n, pfd[0].Revents)
+	}
+	// Its end is not the sandbox's: the agent still serves the holder.
+	a.Close()
+	if out, _, _ := run(t, c, []string{"echo", "holder"}, ""); out != "holder\n" {
+		t.Errorf("after an attached client left: %q", out)
+	}
+	// At most MaxClients: the holder's and MaxClients-1 attached.
+	var clients []*Client
+	defer func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+	}()
+	for i := 0; i < MaxClients-1; i++ {
+		f, err := Attach(holder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, _ := NewClient(f)
+		clients = append(clients, cl)
+	}
+	if out, _, _ := run(t, clients[len(clients)-1], []string{"echo", "last"}, ""); out != "last\n" {
+		t.Errorf("the %dth client: %q", MaxClients-1, out)
+	}
+	f, err := Attach(holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	over, _ := NewClient(f)
+	defer over.Close()
+	select {
+	case <-over.Done():
+	case <-time.After(5 * time.Second):
+		t.Error("a client over MaxClients was kept")
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -50,9 +52,10 @@ func RunAgent(ctx context.Context, ctr *libmaka.Container, cl *agent.Client, ps 
 }
 
 // placeCommand moves pid into subDir, a child cgroup of cgroup, once it is
-// seen in cgroup itself: a pid outside the sandbox is never moved. The pid
-// comes from the kernel and its process waits, blocked, for maka's go; a
-// pidfd taken first makes sure it is still that process after the move.
+// seen in cgroup itself: a pid outside the sandbox is never moved ("": it
+// stays in cgroup, only checked). The pid comes from the kernel and its
+// process waits, blocked, for maka's go; a pidfd taken first makes sure it
+// is still that process after the move.
 func placeCommand(pid int, cgroup, subDir string) error {
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
@@ -66,13 +69,51 @@ func placeCommand(pid int, cgroup, subDir string) error {
 	if in != cgroup {
 		return fmt.Errorf("pid %d is in %s, not in the sandbox's cgroup %s", pid, in, cgroup)
 	}
-	if err := os.WriteFile(filepath.Join(subDir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-		return err
+	if subDir != "" {
+		if err := os.WriteFile(filepath.Join(subDir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return err
+		}
 	}
 	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
 		return fmt.Errorf("pid %d ended while it was placed: %w", pid, err)
 	}
 	return nil
+}
+
+// StartAgent starts ps through the sandbox's agent (cl) with the given
+// stdio, as `maka exec` does without bounds: the command stays in the
+// sandbox's cgroup, checked there (the kernel's pid, never the agent's
+// word) before it runs any code of its own. The caller waits for it
+// (Proc.Wait) and forwards signals (Proc.Signal).
+func StartAgent(ctr *libmaka.Container, cl *agent.Client, ps *specs.Process, stdin, stdout, stderr *os.File) (*agent.Proc, error) {
+	p, err := cl.Start(agent.Command{Args: ps.Args, Env: ps.Env, Cwd: ps.Cwd, Stdin: stdin, Stdout: stdout, Stderr: stderr}, agentStartWait)
+	if err != nil {
+		return nil, fmt.Errorf("exec in %s: %w", ctr.ID(), err)
+	}
+	if err := placeCommand(p.HostPid, ctr.CgroupPath(), ""); err != nil {
+		p.Signal(unix.SIGKILL)
+		return nil, fmt.Errorf("exec in %s: the command's process: %w", ctr.ID(), err)
+	}
+	if err := p.Go(); err != nil {
+		return nil, fmt.Errorf("exec in %s: %w", ctr.ID(), err)
+	}
+	return p, nil
+}
+
+// AgentCan reports whether the agent can start ps as libcontainer's exec
+// would: the agent's commands are its own children, so they have the
+// init's (initPs) credentials, filter, limits and no terminal; a command
+// that asks for anything else of its own goes libcontainer's way.
+func AgentCan(ps, initPs *specs.Process) bool {
+	if ps == nil || initPs == nil || ps.Terminal || ps.ConsoleSize != nil {
+		return false
+	}
+	same := func(a, b any) bool { return reflect.DeepEqual(a, b) }
+	return same(ps.User, initPs.User) && same(ps.Capabilities, initPs.Capabilities) &&
+		ps.NoNewPrivileges == initPs.NoNewPrivileges && ps.ApparmorProfile == initPs.ApparmorProfile &&
+		ps.SelinuxLabel == initPs.SelinuxLabel && same(ps.Rlimits, initPs.Rlimits) &&
+		same(ps.OOMScoreAdj, initPs.OOMScoreAdj) && same(ps.Scheduler, initPs.Scheduler) &&
+		same(ps.IOPriority, initPs.IOPriority) && same(ps.ExecCPUAffinity, initPs.ExecCPUAffinity)
 }
 
 // cgroupOfPid is pid's cgroup v2 directory under /sys/fs/cgroup.
@@ -89,27 +130,36 @@ func cgroupOfPid(pid int) (string, error) {
 	return "", fmt.Errorf("pid %d: no cgroup v2 line", pid)
 }
 
-// AgentInit makes p, an idle sandbox's init process, maka's resident agent:
-// libcontainer's init execs the agent's sealed memfd (agentexe, fd 4, which
-// the agent closes first thing; it is not dumpable) holding the agent's end
-// of a socket pair on fd 3. It returns the client, and release, to call
-// once the init has started (it closes this process's copy of the agent's
-// end). agentexe.ErrNotCarried: this program has no agent to give.
-func AgentInit(p *libcontainer.Process) (*agent.Client, func(), error) {
+// IdleArgs is an init that idles until the sandbox is destroyed, for a
+// root with a POSIX shell: commands run beside it. It reaps: what a
+// command leaves behind is reparented to the sandbox's init, and once
+// killed must not linger as zombies holding pids (a shell's wait reaps any
+// child while one of its jobs runs). A sandbox whose process is this runs
+// maka's resident agent as its init instead, where the program carries it
+// (agentInit).
+var IdleArgs = []string{"/bin/sh", "-c", "while :; do sleep 3600 & wait; done"}
+
+// agentInit makes p, the init's process of b, maka's resident agent when
+// b's process is the idle init (IdleArgs), without a terminal or
+// descriptors of the caller's (the agent keeps none), and this program
+// carries the agent: libcontainer's init execs the agent's sealed memfd
+// (agentexe, fd 4, which the agent closes first thing; it is not
+// dumpable), holding the agent's end of a socket pair on fd 3. It returns
+// the holder's end (nil: the init is as b says), and release, to call once
+// the init has started (it closes this process's copy of the agent's end).
+func agentInit(b *libmaka.Boundary, p *libcontainer.Process) (holder *os.File, release func(), err error) {
+	if !slices.Equal(b.Process.Args, IdleArgs) || b.Process.Terminal || len(p.ExtraFiles) > 0 || !agentexe.Carried() {
+		return nil, func() {}, nil
+	}
 	exe, err := agentexe.Open()
 	if err != nil {
 		return nil, nil, err
 	}
-	cf, af, err := agent.Pair()
+	holder, af, err := agent.Pair()
 	if err != nil {
-		return nil, nil, err
-	}
-	cl, err := agent.NewClient(cf)
-	if err != nil {
-		af.Close()
 		return nil, nil, err
 	}
 	p.Args = []string{"/proc/self/fd/4"}
 	p.ExtraFiles = []*os.File{af, exe}
-	return cl, func() { af.Close() }, nil
+	return holder, func() { af.Close() }, nil
 }

@@ -8,11 +8,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -743,5 +746,94 @@ func TestGuestPool(t *testing.T) {
 	}
 	if _, err := m.Launch(ctx, Request{Bundle: "/", Spec: spec}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Launch after Close: %v", err)
+	}
+}
+
+// The sandbox's init is maka's resident agent (issue 26), and it is not a
+// way in: a hostile command can neither signal it to death, read its
+// memory or descriptors, reach its socket, nor starve it; a dead agent is
+// a dead sandbox, never a command run some other way.
+func TestGuestAgent(t *testing.T) {
+	m, rootfs := guestManager(t, Options{})
+	ctx := context.Background()
+	s := launchIdle(t, m, rootfs, "api-agent")
+	if s.agent == nil {
+		t.Fatal("the sandbox's init is not the agent (is sandbox.test built with agent_embed?)")
+	}
+	// The init runs the agent from its sealed memfd, not the image's code.
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", s.launched.Pid))
+	if err != nil || !strings.HasPrefix(exe, "/memfd:maka-agent") {
+		t.Fatalf("the init's program: %q %v", exe, err)
+	}
+	sh := func(script string) *Result {
+		t.Helper()
+		r, err := s.Exec(ctx, Command{Shell: script})
+		if err != nil {
+			t.Fatalf("%s: %v", script, err)
+		}
+		return r
+	}
+	// Each command is the agent's child, in its own child cgroup, with
+	// the sandbox's credentials: no process of maka's in between.
+	r := sh("echo $PPID; cat /proc/self/cgroup; grep -E '^(Uid|CapEff|NoNewPrivs|Seccomp):' /proc/self/status")
+	out := string(r.Stdout)
+	if !strings.HasPrefix(out, "1\n") || !strings.Contains(out, "/maka-cmd-") || !strings.Contains(out, "CapEff:\t0000000000000000") ||
+		!strings.Contains(out, "NoNewPrivs:\t1") || !strings.Contains(out, "Seccomp:\t2") {
+		t.Errorf("a command's parent, cgroup and credentials:\n%s", out)
+	}
+	// Signals: the init of its pid namespace takes none it does not handle.
+	r = sh("kill -KILL 1; kill -TERM 1; kill -STOP 1; kill -SEGV 1; sleep 1; echo alive")
+	if string(r.Stdout) != "alive\n" {
+		t.Errorf("after signals: %q %q", r.Stdout, r.Stderr)
+	}
+	// Not dumpable: its memory, descriptors, environment and program are
+	// closed to the sandbox's root (no capability in its user namespace).
+	r = sh(`for f in mem fd/3 environ exe; do if head -c1 /proc/1/$f >/dev/null 2>&1; then echo "read $f"; fi; done
+ls /proc/1/fd >/dev/null 2>&1 && echo "listed fd"
+ls /proc/1/map_files >/dev/null 2>&1 && echo "listed map_files"
+echo done`)
+	if string(r.Stdout) != "done\n" {
+		t.Errorf("the agent's /proc entries reached: %q", r.Stdout)
+	}
+	// Its socket has no name: nothing of the sandbox's to connect to, and
+	// no command holds it.
+	r = sh(`cat /proc/net/unix | grep -c maka; ls -l /proc/self/fd | grep -c socket; echo end`)
+	if string(r.Stdout) != "0\n0\nend\n" {
+		t.Errorf("a name or a descriptor of the agent's socket inside: %q", r.Stdout)
+	}
+	// Starved of pids by a command: that command fails or is killed at
+	// its end, and the agent starts the next one.
+	_, _ = s.Exec(ctx, Command{Shell: "while :; do sleep 100 & done", Timeout: 5 * time.Second})
+	if r := sh("echo next"); string(r.Stdout) != "next\n" {
+		t.Errorf("after a pid flood: %q", r.Stdout)
+	}
+	// Many at once: each gets its own answer.
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r, err := s.Exec(ctx, Command{Args: []string{"echo", strconv.Itoa(i)}})
+			if err != nil || string(r.Stdout) != strconv.Itoa(i)+"\n" {
+				t.Errorf("concurrent command %d: %v %+v", i, err, r)
+			}
+		}(i)
+	}
+	wg.Wait()
+
+	// Killed from the host: the sandbox is gone, and the next command is
+	// refused, never run some other way.
+	if err := unix.Kill(s.launched.Pid, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for unix.Kill(s.launched.Pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := s.Exec(ctx, Command{Shell: "touch /maka/work/ran"}); !errors.Is(err, ErrGone) {
+		t.Errorf("a command after the agent died: %v, want ErrGone", err)
+	}
+	if left := leftovers(m, s); len(left) > 0 {
+		t.Errorf("after the agent died, left of the sandbox: %q", left)
 	}
 }

@@ -11,12 +11,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/maka-runtime/maka/internal/agent"
-	"github.com/maka-runtime/maka/internal/agentexe"
 	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
@@ -149,8 +147,9 @@ type Sandbox struct {
 	// configuration it was launched with.
 	owner  *launch.OwnerLock
 	digest string
-	// agent is the client of the sandbox's resident agent (nil: commands
-	// go through libcontainer's exec path).
+	// agent is the client of the sandbox's resident agent, whose init it
+	// is when its process is IdleArgs and this program carries the agent
+	// (nil: commands go through libcontainer's exec path).
 	agent *agent.Client
 }
 
@@ -293,33 +292,14 @@ func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *launch.Owne
 	}
 	defer null.Close()
 	p.Stdin, p.Stdout, p.Stderr = null, null, null
-	// An idle sandbox's init is maka's resident agent: commands start
-	// through it, with no process of maka's and no namespace joined. A
-	// program built without the agent keeps the idle init and
-	// libcontainer's exec path.
-	var cl *agent.Client
-	if slices.Equal(b.Process.Args, IdleArgs) {
-		var release func()
-		cl, release, err = launch.AgentInit(p)
-		switch {
-		case errors.Is(err, agentexe.ErrNotCarried):
-		case err != nil:
-			return nil, err
-		default:
-			defer release()
-		}
-	}
 	launched, err := launch.Run(m.rt, launch.Launch{
 		ID: id, Bundle: bundle, Boundary: b, Policy: policy,
 		Command: "launch", Start: true, Attached: true, Process: p,
 	})
 	if launched == nil {
-		if cl != nil {
-			cl.Close()
-		}
 		return nil, err
 	}
-	s := &Sandbox{m: m, launched: launched, initDone: make(chan struct{}), slot: make(chan struct{}, 1), owner: owner, digest: digest, agent: cl}
+	s := &Sandbox{m: m, launched: launched, initDone: make(chan struct{}), slot: make(chan struct{}, 1), owner: owner, digest: digest, agent: launched.Agent}
 	// The init is this process's child: reap it when it ends.
 	go func() {
 		_, _ = p.Wait()
