@@ -155,6 +155,11 @@ mkbundle true-nouserns '.ociVersion = "1.0.2" | .linux.namespaces |= map(select(
 # (180 s) would end it, so it asks for restricted's largest, an hour.
 mkbundle sleep '.ociVersion = "1.0.2" | .process.args = ["sleep", "100000"]
   | .annotations["org.maka.timeout"] = "3600"'
+# A tool sandbox (`maka spec --tool`'s idle init, the same config.json for
+# all): maka runs its resident agent as the init and starts exec'd commands
+# through it (issue 26); runc and crun exec as always.
+mkbundle tool '.ociVersion = "1.0.2" | .process.args = ["/bin/sh", "-c", "while :; do sleep 3600 & wait; done"]
+  | .annotations["org.maka.timeout"] = "3600"'
 # An ordinary busybox workload (issue 4: a sandbox that is watched must run
 # it at the speed of one that is not): files written, read, searched and
 # removed in /tmp, directories made, pipes and short-lived processes.
@@ -224,7 +229,7 @@ agent() { # agent RUNTIME ROUND: launch an idle sandbox, run one command, remove
     return
   fi
   local e=(exec) t0=$EPOCHREALTIME; [[ $r != maka ]] || e=(exec --timeout 60s)
-  rt "$r" run -d -b "$w/sleep" "$id" </dev/null >/dev/null &&
+  rt "$r" run -d -b "$w/tool" "$id" </dev/null >/dev/null &&
     rt "$r" "${e[@]}" "$id" sh -c 'uname -s > /tmp/report.txt; echo done' >/dev/null || return
   # launch to first reply: what an agent waits before its first answer
   sample agent-reply "$r" "$2" "$(( (${EPOCHREALTIME/./} - ${t0/./}) ))" 0
@@ -279,6 +284,8 @@ if want exec; then
   for r in "${runtimes[@]}"; do
     rt "$r" run -d -b "$w/sleep" "$r-exec" </dev/null >/dev/null 2>>"$errlog" ||
       echo "[$r] could not start the exec container" >> "$errlog"
+    rt "$r" run -d -b "$w/tool" "$r-tool" </dev/null >/dev/null 2>>"$errlog" ||
+      echo "[$r] could not start the tool container" >> "$errlog"
   done
 fi
 
@@ -317,10 +324,12 @@ for ((round = 0; round < rounds; round++)); do
   if want exec; then
     for r in $(rotated $round "${runtimes[@]}"); do
       timed exec "$r" $round rt "$r" exec "$r-exec" /bin/true
+      timed exec-tool "$r" $round rt "$r" exec "$r-tool" /bin/true
     done
     # The same through maka's bounded path (a child cgroup, the turn,
-    # the output captured): an agent's tool call into a live sandbox.
-    timed exec-bounded maka $round rt maka exec --timeout 60s maka-exec /bin/true
+    # the output captured): an agent's tool call into a live sandbox,
+    # through its agent.
+    timed exec-bounded maka $round rt maka exec --timeout 60s maka-tool /bin/true
   fi
   if want agent; then
     # An agent's whole tool call: launch a sandbox, one command, remove

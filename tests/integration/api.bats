@@ -82,7 +82,7 @@ bg" ]
   mkdir -p "$b"
   run "$MAKA_BINARY" spec --tool --bundle "$b"
   [ "$status" -eq 0 ]
-  jq -e '.process.args == ["/bin/sh", "-c", "while :; do sleep 3600 & wait; done"] and .process.terminal == false' "$b/config.json"
+  jq -e '.process.args == ["/bin/sh", "-c", "while :; do sleep 3600 & wait; done"] and (.process.terminal // false) == false' "$b/config.json"
   update_config "$b" '.root.path = $r' --arg r "$MAKA_ROOTFS"
   maka_io run -d --bundle "$b" tool1
   pid=$(container_pid tool1)
