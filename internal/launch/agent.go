@@ -29,7 +29,7 @@ const agentStartWait = 30 * time.Second
 // has checked its pid (the kernel's, never the agent's word) and placed it
 // in the command's child cgroup.
 func RunAgent(ctx context.Context, ctr *libmaka.Container, cl *agent.Client, ps *specs.Process, stdio Stdio, limit int64, destroy func() error) (*Output, error) {
-	return runBounded(ctx, ctr, stdio, limit, destroy, func(_, subDir string, in, out, errw *os.File) (func() int, error) {
+	return runBounded(ctx, ctr, stdio, limit, destroy, func(_, subDir string, in, out, errw *os.File) (func() (int, Usage), error) {
 		p, err := cl.Start(agent.Command{Args: ps.Args, Env: ps.Env, Cwd: ps.Cwd, Stdin: in, Stdout: out, Stderr: errw}, agentStartWait)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox %s: %w", ctr.ID(), err)
@@ -41,12 +41,12 @@ func RunAgent(ctx context.Context, ctr *libmaka.Container, cl *agent.Client, ps 
 		if err := p.Go(); err != nil {
 			return nil, fmt.Errorf("sandbox %s: %w", ctr.ID(), err)
 		}
-		return func() int {
+		return func() (int, Usage) {
 			e, err := p.Wait()
 			if err != nil {
-				return 255
+				return 255, Usage{}
 			}
-			return e.Code()
+			return e.Code(), Usage{User: e.User, System: e.System, MaxRSSKiB: e.MaxRSSKiB}
 		}, nil
 	})
 }

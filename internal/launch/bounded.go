@@ -33,6 +33,26 @@ type Output struct {
 	Stdout   []byte
 	Stderr   []byte
 	Duration time.Duration
+	// Usage is the command's own process's (with what it waited for).
+	Usage Usage
+}
+
+// Usage is a command's resource use, from wait4.
+type Usage struct {
+	User, System time.Duration
+	MaxRSSKiB    int64
+}
+
+// usageOf is st's Usage.
+func usageOf(st *os.ProcessState) Usage {
+	if st == nil {
+		return Usage{}
+	}
+	ru, ok := st.SysUsage().(*syscall.Rusage)
+	if !ok || ru == nil {
+		return Usage{}
+	}
+	return Usage{User: time.Duration(ru.Utime.Nano()), System: time.Duration(ru.Stime.Nano()), MaxRSSKiB: ru.Maxrss}
 }
 
 // The errors of a bounded command (libmaka/sandbox re-exports them).
@@ -89,7 +109,7 @@ type Stdio struct {
 // deadline after dispatch destroys the sandbox (ErrSandboxDestroyed).
 // Sandbox.Exec and `maka exec --timeout/--output-limit` run commands so.
 func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, stdio Stdio, limit int64, destroy func() error) (*Output, error) {
-	return runBounded(ctx, ctr, stdio, limit, destroy, func(sub, _ string, in, out, errw *os.File) (func() int, error) {
+	return runBounded(ctx, ctr, stdio, limit, destroy, func(sub, _ string, in, out, errw *os.File) (func() (int, Usage), error) {
 		p, err := specconv.NewProcess(libmaka.ThisHost(), ps, false)
 		if err != nil {
 			return nil, err
@@ -100,16 +120,16 @@ func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 		if err := ctr.Run(p); err != nil {
 			return nil, fmt.Errorf("sandbox %s: exec: %w", ctr.ID(), err)
 		}
-		return func() int {
+		return func() (int, Usage) {
 			st, _ := p.Wait()
-			return exitCode(st)
+			return exitCode(st), usageOf(st)
 		}, nil
 	})
 }
 
 // starter starts a bounded command with its stdio in its child cgroup sub
-// (subDir on the host) and returns how to wait for its exit code.
-type starter func(sub, subDir string, in, out, errw *os.File) (wait func() int, err error)
+// (subDir on the host) and returns how to wait for its exit code and use.
+type starter func(sub, subDir string, in, out, errw *os.File) (wait func() (int, Usage), err error)
 
 // runBounded is RunBounded with the command started by start (libcontainer's
 // exec path, or a sandbox's resident agent: RunAgent).
@@ -160,11 +180,18 @@ func runBounded(ctx context.Context, ctr *libmaka.Container, stdio Stdio, limit 
 	readers.Add(2)
 	go func() { defer readers.Done(); out.copy(sink(stdio.Stdout, &out.stdout), outR) }()
 	go func() { defer readers.Done(); out.copy(sink(stdio.Stderr, &out.stderr), errR) }()
-	exited := make(chan int, 1)
-	go func() { exited <- wait() }()
-	var code int
+	type exit struct {
+		code int
+		use  Usage
+	}
+	exited := make(chan exit, 1)
+	go func() {
+		code, use := wait()
+		exited <- exit{code, use}
+	}()
+	var end exit
 	select {
-	case code = <-exited:
+	case end = <-exited:
 	case <-out.over:
 		killCgroup(subDir)
 		<-exited
@@ -192,7 +219,7 @@ func runBounded(ctx context.Context, ctr *libmaka.Container, stdio Stdio, limit 
 	if out.exceeded() {
 		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes", id, ErrOutputLimit, limit)
 	}
-	return &Output{ExitCode: code, Stdout: out.stdout.Bytes(), Stderr: out.stderr.Bytes(), Duration: time.Since(began)}, nil
+	return &Output{ExitCode: end.code, Stdout: out.stdout.Bytes(), Stderr: out.stderr.Bytes(), Duration: time.Since(began), Usage: end.use}, nil
 }
 
 // stdinOf is the command's stdin: /dev/null, a file as it is (a copy of

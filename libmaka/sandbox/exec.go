@@ -50,6 +50,11 @@ type Result struct {
 	Stdout   []byte
 	Stderr   []byte
 	Duration time.Duration
+	// CPU is the command's user and system time and MaxRSSKiB its
+	// largest resident set (of its own process, with the children it
+	// waited for), as the kernel reports them.
+	CPU       time.Duration
+	MaxRSSKiB int64
 }
 
 var (
@@ -129,7 +134,8 @@ func (s *Sandbox) Exec(ctx context.Context, cmd Command) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Duration: res.Duration}, nil
+	return &Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Duration: res.Duration,
+		CPU: res.Usage.User + res.Usage.System, MaxRSSKiB: res.Usage.MaxRSSKiB}, nil
 }
 
 // commandSpec is the process to run for cmd, held to the sandbox's policy

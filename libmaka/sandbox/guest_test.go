@@ -762,10 +762,15 @@ func TestGuestAgent(t *testing.T) {
 	if s.agent == nil {
 		t.Fatal("the sandbox's init is not the agent (is sandbox.test built with agent_embed?)")
 	}
-	// The init runs the agent from its sealed memfd, not the image's code.
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", s.launched.Pid))
-	if err != nil || !strings.HasPrefix(exe, "/memfd:maka-agent") {
-		t.Fatalf("the init's program: %q %v", exe, err)
+	// The init runs the agent from its sealed memfd, not the image's code
+	// (libcontainer's init execs it once Launch has let it go).
+	var exe string
+	for i := 0; i < 100 && !strings.HasPrefix(exe, "/memfd:maka-agent"); i++ {
+		time.Sleep(100 * time.Millisecond)
+		exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", s.launched.Pid))
+	}
+	if !strings.HasPrefix(exe, "/memfd:maka-agent") {
+		t.Fatalf("the init's program: %q", exe)
 	}
 	sh := func(script string) *Result {
 		t.Helper()
@@ -782,6 +787,11 @@ func TestGuestAgent(t *testing.T) {
 	if !strings.HasPrefix(out, "1\n") || !strings.Contains(out, "/maka-cmd-") || !strings.Contains(out, "CapEff:\t0000000000000000") ||
 		!strings.Contains(out, "NoNewPrivs:\t1") || !strings.Contains(out, "Seccomp:\t2") {
 		t.Errorf("a command's parent, cgroup and credentials:\n%s", out)
+	}
+	// The agent reports the command's resource use.
+	r = sh("i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done")
+	if r.CPU <= 0 || r.MaxRSSKiB <= 0 {
+		t.Errorf("a busy command's use: CPU %s, max RSS %d KiB", r.CPU, r.MaxRSSKiB)
 	}
 	// Signals: the init of its pid namespace takes none it does not handle.
 	r = sh("kill -KILL 1; kill -TERM 1; kill -STOP 1; kill -SEGV 1; sleep 1; echo alive")

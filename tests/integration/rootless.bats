@@ -153,9 +153,9 @@ wait_for_status_rl() {
   chown -R rl: "$t"
   run as_rl run -d -b "$t" r8
   [ "$status" -eq 0 ]
-  [[ "$(readlink /proc/$(as_rl state r8 | jq -r .pid)/exe)" == /memfd:maka-agent* ]]
   run as_rl exec r8 sh -c 'echo $PPID'
   [ "$output" = 1 ]
+  [[ "$(readlink /proc/$(as_rl state r8 | jq -r .pid)/exe)" == /memfd:maka-agent* ]]
   run as_rl exec r8 unshare -U true
   [ "$status" -ne 0 ]
   for i in $(seq 20); do
