@@ -881,6 +881,9 @@ echo done`)
 	if _, err := s.Exec(ctx, Command{Shell: "touch /maka/work/ran"}); !errors.Is(err, ErrGone) {
 		t.Errorf("a command after the agent died: %v, want ErrGone", err)
 	}
+	if err := s.Destroy(); err != nil {
+		t.Fatal(err)
+	}
 	if left := leftovers(m, s); len(left) > 0 {
 		t.Errorf("after the agent died, left of the sandbox: %q", left)
 	}
