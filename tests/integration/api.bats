@@ -109,7 +109,8 @@ bg" ]
   [ "$(sed -n 's/^0:://p' /proc/$cpid/cgroup)" = "$(sed -n 's/^0:://p' /proc/$pid/cgroup)" ]
   kill "$cpid"
   # A signal to maka exec reaches the command.
-  maka exec tool1 sh -c 'trap "echo got TERM; exit 3" TERM; echo ready; while :; do sleep 1; done' > "$BATS_TEST_TMPDIR/sig.out" &
+  "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" exec tool1 \
+    sh -c 'trap "echo got TERM; exit 3" TERM; echo ready; while :; do sleep 1; done' > "$BATS_TEST_TMPDIR/sig.out" &
   mpid=$!
   for i in $(seq 60); do grep -q ready "$BATS_TEST_TMPDIR/sig.out" && break; sleep 0.5; done
   kill -TERM "$mpid"
