@@ -120,7 +120,7 @@ dist: static
 		sha256sum dist/$(DIST_NAME)/maka | sed 's| dist/$(DIST_NAME)/| |' > $(DIST_NAME).maka.sha256
 	@echo "dist: build/$(DIST_NAME).tar.gz"; cat build/$(DIST_NAME).tar.gz.sha256
 
-fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape $(FIXTURES)/swapper $(FIXTURES)/sandbox.test $(FIXTURES)/toolsandbox $(FIXTURES)/egresstool
+fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape $(FIXTURES)/swapper $(FIXTURES)/sandbox.test $(FIXTURES)/toolsandbox $(FIXTURES)/egresstool $(FIXTURES)/apibench
 
 # The Go API's tests that launch real sandboxes (libmaka/sandbox,
 # guest_test.go) and the example program, built here and run in the guest
@@ -131,6 +131,10 @@ $(FIXTURES)/sandbox.test: agent FORCE
 $(FIXTURES)/toolsandbox: agent FORCE
 	mkdir -p $(FIXTURES)
 	$(GO) build -tags "$(BUILDTAGS) agent_embed" -o $@ ./examples/toolsandbox
+# make bench's Go API figures (issue 26).
+$(FIXTURES)/apibench: agent FORCE
+	mkdir -p $(FIXTURES)
+	$(GO) build -tags "$(BUILDTAGS) agent_embed" -o $@ ./tests/bench/apibench
 # egress.bats' servers and client, static: the client runs in the busybox root.
 $(FIXTURES)/egresstool: FORCE
 	mkdir -p $(FIXTURES)

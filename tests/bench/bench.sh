@@ -25,7 +25,7 @@
 #   BENCH_MONITOR_PATTERN            pgrep -f pattern of maka's per-container
 #                                    monitor (default: the exec container's)
 #   BENCH_TESTS                      space-separated subset of: run run-nonet
-#                                    create start delete exec agent parallel
+#                                    create start delete exec agent api parallel
 #                                    workload kill rss phases egress
 #   BENCH_MAKA_BEFORE                a second maka binary, measured as
 #                                    "maka-before" next to maka (before/after
@@ -41,7 +41,7 @@ out=$(mkdir -p "${BENCH_OUT:-build}" && cd "${BENCH_OUT:-build}" && pwd)
 # `EXE --root ROOT monitor ... ID` (EXE: the small maka-monitor in ROOT, or
 # maka itself): the exec container's monitor (monitor.go).
 monitor_pattern=${BENCH_MONITOR_PATTERN:-'^[^ ]* --root [^ ]*/state/maka monitor .* maka-exec$'}
-tests=${BENCH_TESTS:-run run-nonet create start delete exec agent parallel workload kill rss phases egress}
+tests=${BENCH_TESTS:-run run-nonet create start delete exec agent api parallel workload kill rss phases egress}
 here=$(cd "$(dirname "$0")" && pwd)
 baseline_policy=$here/../integration/fixtures/policy-baseline.json
 
@@ -62,7 +62,7 @@ gnutime=$(command -v /usr/bin/time || true)
 w=$(mktemp -d /tmp/maka-bench.XXXXXX)
 chmod 0711 "$w"   # a user namespace's root must reach the rootfs
 cleanup() {
-  for rt in maka maka-baseline maka-nouserns maka-hostnet maka-nomon maka-before maka-egress runc crun; do
+  for rt in maka maka-baseline maka-nouserns maka-hostnet maka-nomon maka-before maka-egress maka-api runc crun; do
     for id in $(rt "$rt" list -q 2>/dev/null); do rt "$rt" delete -f "$id" >/dev/null 2>&1; done
   done
   [ -z "${egress_srv:-}" ] || kill "$egress_srv" 2>/dev/null
@@ -73,6 +73,7 @@ trap cleanup EXIT
 mkdir -p "$w/bin" "$w/state"
 cp "$maka_src" "$w/bin/maka"; cp "$runc_src" "$w/bin/runc"; cp "$crun_src" "$w/bin/crun"
 [ ! -x "$fixtures/toolsandbox" ] || cp "$fixtures/toolsandbox" "$w/bin/toolsandbox"
+[ ! -x "$fixtures/apibench" ] || cp "$fixtures/apibench" "$w/bin/apibench"
 if [ -n "${BENCH_MAKA_BEFORE:-}" ]; then
   mkdir -p "$w/before" && cp "$BENCH_MAKA_BEFORE" "$w/before/maka" || die "BENCH_MAKA_BEFORE: $BENCH_MAKA_BEFORE"
 fi
@@ -235,6 +236,14 @@ agent() { # agent RUNTIME ROUND: launch an idle sandbox, run one command, remove
   sample agent-reply "$r" "$2" "$(( (${EPOCHREALTIME/./} - ${t0/./}) ))" 0
   rt "$r" delete -f "$id"
 }
+api_samples() { # api_samples ROUND MODE: apibench's samples
+  local out rc=0
+  out=$("$w/bin/apibench" "$2" "$w/rootfs" "$w/state/maka-api" "$w/state/maka-api-store" 2>>"$errlog" </dev/null) || rc=$?
+  [ $rc = 0 ] || echo "[api $2 round $1] exit $rc" >> "$errlog"
+  while IFS=$'\t' read -r row r value; do
+    [ -n "$row" ] && sample "$row" "$r" "$1" "$value" "$rc"
+  done <<<"$out"
+}
 par() { # par RUNTIME ROUND: 10 foreground runs at once
   local i pids=() rc=0
   for i in $(seq 10); do rt "$1" run -b "$w/true" "$1-par$2-$i" & pids+=($!); done
@@ -337,6 +346,13 @@ for ((round = 0; round < rounds; round++)); do
     for r in $(rotated $round "${runtimes[@]}" maka-api); do
       timed agent "$r" $round agent "$r" $round
     done
+  fi
+  if want api; then
+    # The Go API in one process (tests/bench/apibench): Sandbox.Exec's
+    # median (row exec-tool), a cold launch and a warm pool's claim to the
+    # first reply (row agent-reply); once, the scale figures.
+    api_samples $round round
+    [ $round != 0 ] || api_samples $round scale
   fi
   if want parallel && [ $round -lt "$par_rounds" ]; then
     for r in $(rotated $round "${runtimes[@]}"); do
