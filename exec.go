@@ -476,6 +476,10 @@ func execAgent(c *cli.Context, ctr *libmaka.Container, cl *agent.Client, ps *spe
 		stdio[i] = f
 	}
 	p, err := launch.StartAgent(ctr, cl, ps, stdio[0], stdio[1], stdio[2])
+	if errors.Is(err, agent.ErrGone) && !errors.Is(err, agent.ErrTampered) {
+		// An attached connection the agent did not take reads as gone.
+		return 1, fmt.Errorf("%w (or it serves no further connection: at most %d maka exec at once)", err, agent.MaxClients-1)
+	}
 	if err != nil {
 		return 1, err
 	}

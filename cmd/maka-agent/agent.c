@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -162,6 +163,71 @@ static void child(char *cwd, char **argv, char **envp, int *fds, const sigset_t 
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
+// attrs are what a command inherits from the agent that another process of
+// the sandbox may change from outside it (its own uid owns the agent):
+// limits, priority, scheduling, CPUs, I/O priority, OOM score and core dump
+// filter. Each read keeps its result, a refused read included.
+struct attrs {
+	struct rlimit rl[RLIM_NLIMITS];
+	int rlrc[RLIM_NLIMITS];
+	int prio, policy, ioprio;
+	struct sched_param sp;
+	cpu_set_t cpus;
+	int cpusrc;
+	char oom[32], coredump[32];
+};
+
+static struct attrs initial;
+
+static void read_file(const char *path, char *buf, size_t n)
+{
+	memset(buf, 0, n);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (read(fd, buf, n - 1) < 0)
+		buf[0] = '\0';
+	close(fd);
+}
+
+static void read_attrs(struct attrs *a)
+{
+	memset(a, 0, sizeof(*a));
+	for (int i = 0; i < RLIM_NLIMITS; i++)
+		a->rlrc[i] = getrlimit(i, &a->rl[i]) < 0 ? errno : 0;
+	errno = 0;
+	a->prio = getpriority(PRIO_PROCESS, 0);
+	if (errno != 0)
+		a->prio = -1000 - errno;
+	a->policy = sched_getscheduler(0);
+	if (sched_getparam(0, &a->sp) < 0)
+		a->sp.sched_priority = -1;
+	a->cpusrc = sched_getaffinity(0, sizeof(a->cpus), &a->cpus) < 0 ? errno : 0;
+	a->ioprio = (int)syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+	read_file("/proc/self/oom_score_adj", a->oom, sizeof(a->oom));
+	read_file("/proc/self/coredump_filter", a->coredump, sizeof(a->coredump));
+}
+
+// tampered reports whether the agent's inherited attributes are not what
+// they were when it started: a command changed them (prlimit, renice,
+// sched_setscheduler, taskset, ionice, oom_score_adj), and they would pass
+// to every later command. The agent cannot always change them back (a
+// lowered hard limit stays lowered), so it refuses to start any further
+// command: maka ends the sandbox.
+static int tampered(void)
+{
+	struct attrs now;
+	read_attrs(&now);
+	for (int i = 0; i < RLIM_NLIMITS; i++)
+		if (now.rlrc[i] != initial.rlrc[i] || now.rl[i].rlim_cur != initial.rl[i].rlim_cur ||
+		    now.rl[i].rlim_max != initial.rl[i].rlim_max)
+			return 1;
+	return now.prio != initial.prio || now.policy != initial.policy ||
+	       now.sp.sched_priority != initial.sp.sched_priority || now.cpusrc != initial.cpusrc ||
+	       !CPU_EQUAL(&now.cpus, &initial.cpus) || now.ioprio != initial.ioprio ||
+	       strcmp(now.oom, initial.oom) != 0 || strcmp(now.coredump, initial.coredump) != 0;
+}
+
 static void start(int c, struct header *h, char *body, char *end, int *fds, int nfds, const sigset_t *old)
 {
 	static char *argv[MAX_STRINGS + 1], *envp[MAX_STRINGS + 1];
@@ -174,6 +240,11 @@ static void start(int c, struct header *h, char *body, char *end, int *fds, int 
 		}
 	if (nfds != 4 || h->argc < 1 || h->argc > MAX_STRINGS || h->envc > MAX_STRINGS || slot < 0) {
 		reply(c, MSG_FAILED, h->id, slot < 0 ? EAGAIN : EINVAL, 0, 0, 0);
+		close_fds(fds, nfds);
+		return;
+	}
+	if (tampered()) {
+		reply(c, MSG_FAILED, h->id, ENOTRECOVERABLE, 0, 0, 0);
 		close_fds(fds, nfds);
 		return;
 	}
@@ -321,6 +392,7 @@ static int agent_main(void)
 		return 1;
 	if (fcntl(CTL_FD, F_SETFD, FD_CLOEXEC) < 0)
 		return 1;
+	read_attrs(&initial);
 	signal(SIGPIPE, SIG_IGN);
 	// SIGCHLD, and the signals that end a container (`maka kill`'s
 	// default, a foreground run's ^C), through a descriptor: the last

@@ -48,6 +48,16 @@ const CtlFd = 3
 // gone. Nothing is ever run some other way.
 var ErrGone = errors.New("the sandbox's agent is gone")
 
+// ErrTampered: a command changed what the agent's commands inherit from it
+// (its limits, priority, scheduling, CPUs, I/O priority, OOM score), as
+// its own user may; the agent starts no further command and the sandbox
+// is no longer to be trusted: it is ErrGone.
+var ErrTampered = fmt.Errorf("%w: a command changed the agent's own limits or scheduling, which every later command would inherit", ErrGone)
+
+// signalWait bounds a signal's write to the agent (one that does not read
+// is not waited for).
+const signalWait = time.Second
+
 // Command is one command for the agent to start.
 type Command struct {
 	Args []string
@@ -108,10 +118,11 @@ func Attach(holder *os.File) (*os.File, error) {
 		cf.Close()
 		return nil, err
 	}
+	// Never blocking: an agent that does not read its holder's socket
+	// must not stall the holder (the monitor's accept loop, its Close).
 	var serr error
-	if err := sc.Write(func(fd uintptr) bool {
-		serr = unix.Sendmsg(int(fd), attachHeader(), unix.UnixRights(int(af.Fd())), nil, 0)
-		return !errors.Is(serr, unix.EAGAIN)
+	if err := sc.Control(func(fd uintptr) {
+		serr = unix.Sendmsg(int(fd), attachHeader(), unix.UnixRights(int(af.Fd())), nil, unix.MSG_DONTWAIT)
 	}); err != nil {
 		serr = err
 	}
@@ -132,6 +143,8 @@ func attachHeader() []byte {
 // Client talks to one agent.
 type Client struct {
 	conn *net.UnixConn
+	// wmu: one write (and its deadline) at a time.
+	wmu  sync.Mutex
 	mu   sync.Mutex
 	next uint32
 	// waiting: the requests in flight, by id.
@@ -176,6 +189,9 @@ type Proc struct {
 	// kernel (the credentials on its sync socket); set by Start.
 	HostPid int
 	sync    *os.File
+	// abandoned: its Start gave up waiting; a late STARTED kills it (the
+	// agent is slow, not lying: the client lives on).
+	abandoned bool
 }
 
 // Start asks the agent to start cmd, and returns once the command's
@@ -214,11 +230,17 @@ func (c *Client) Start(cmd Command, timeout time.Duration) (*Proc, error) {
 	c.mu.Unlock()
 	binary.LittleEndian.PutUint32(body[8:], p.id)
 	rights := unix.UnixRights(int(cmd.Stdin.Fd()), int(cmd.Stdout.Fd()), int(cmd.Stderr.Fd()), int(theirs.Fd()))
-	if _, _, err := c.conn.WriteMsgUnix(body, rights, nil); err != nil {
+	deadline := time.Now().Add(timeout)
+	// An agent that does not read does not hold the caller past its
+	// deadline.
+	c.wmu.Lock()
+	_ = c.conn.SetWriteDeadline(deadline)
+	_, _, err = c.conn.WriteMsgUnix(body, rights, nil)
+	c.wmu.Unlock()
+	if err != nil {
 		p.forget()
 		return nil, fmt.Errorf("agent: %w", errors.Join(ErrGone, err))
 	}
-	deadline := time.Now().Add(timeout)
 	select {
 	case err := <-p.started:
 		if err != nil {
@@ -226,12 +248,12 @@ func (c *Client) Start(cmd Command, timeout time.Duration) (*Proc, error) {
 			return nil, err
 		}
 	case <-time.After(time.Until(deadline)):
-		p.forget()
+		p.abandon()
 		return nil, errors.New("agent: no answer to a command's start")
 	}
 	pid, err := readCreds(mine, deadline)
 	if err != nil {
-		p.Signal(unix.SIGKILL)
+		p.Abort()
 		return nil, fmt.Errorf("agent: the command's credentials: %w", err)
 	}
 	p.HostPid = pid
@@ -295,7 +317,27 @@ func (p *Proc) Signal(sig unix.Signal) {
 	binary.LittleEndian.PutUint32(h[4:], msgSignal)
 	binary.LittleEndian.PutUint32(h[8:], p.id)
 	binary.LittleEndian.PutUint32(h[12:], uint32(sig))
+	p.c.wmu.Lock()
+	defer p.c.wmu.Unlock()
+	_ = p.c.conn.SetWriteDeadline(time.Now().Add(signalWait))
 	_, _ = p.c.conn.Write(h)
+}
+
+// Abort gives up on a started command that is not to run: it is killed
+// (it has not run any code of its own) and its sync socket closed; its
+// end, when the agent reports it, frees its slot.
+func (p *Proc) Abort() {
+	p.Signal(unix.SIGKILL)
+	p.sync.Close()
+}
+
+// abandon gives up waiting for the agent's answer to a start: a late
+// STARTED kills the command, its end frees the slot.
+func (p *Proc) abandon() {
+	p.c.mu.Lock()
+	p.abandoned = true
+	p.c.mu.Unlock()
+	p.sync.Close()
 }
 
 // Wait waits for the command's end as the agent reports it, or the agent's.
@@ -348,9 +390,16 @@ func (c *Client) read() {
 		if p != nil && (typ == msgExited || typ == msgFailed) {
 			delete(c.waiting, id)
 		}
+		abandoned := p != nil && p.abandoned
 		c.mu.Unlock()
 		if p == nil {
 			return
+		}
+		if abandoned {
+			if typ == msgStarted {
+				go p.Signal(unix.SIGKILL) // not from this loop: it must read on
+			}
+			continue
 		}
 		switch typ {
 		case msgStarted:
@@ -363,8 +412,12 @@ func (c *Client) read() {
 				return // a second STARTED
 			}
 		case msgFailed:
+			err := fmt.Errorf("agent: the command could not start: %w", unix.Errno(a))
+			if unix.Errno(a) == unix.ENOTRECOVERABLE {
+				err = ErrTampered
+			}
 			select {
-			case p.started <- fmt.Errorf("agent: the command could not start: %w", unix.Errno(a)):
+			case p.started <- err:
 			default:
 			}
 		case msgExited:

@@ -364,3 +364,126 @@ func TestAgentAttach(t *testing.T) {
 		t.Error("a client over MaxClients was kept")
 	}
 }
+
+// A command that changes what later commands would inherit from the agent
+// (its nice value, a limit) is refused at the next start: ErrTampered, an
+// ErrGone (maka ends the sandbox).
+func TestAgentRefusesAfterTampering(t *testing.T) {
+	for _, script := range []string{
+		"renice -n 5 -p $PPID >/dev/null",
+		"prlimit --pid $PPID --core=0:0",
+	} {
+		c, _, _ := startAgent(t)
+		if _, errs, e := run(t, c, []string{"sh", "-c", script}, ""); e.Code() != 0 {
+			t.Fatalf("%s: %q %d", script, errs, e.Code())
+		}
+		null, _ := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+		_, err := c.Start(Command{Args: []string{"true"}, Stdin: null, Stdout: null, Stderr: null}, 10*time.Second)
+		null.Close()
+		if !errors.Is(err, ErrTampered) || !errors.Is(err, ErrGone) {
+			t.Errorf("after %q: %v, want ErrTampered", script, err)
+		}
+	}
+}
+
+// An agent that reads nothing does not hold Start past its deadline, nor
+// Signal, nor Attach.
+func TestAgentThatDoesNotRead(t *testing.T) {
+	cf, af, err := Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer af.Close()
+	holder, err := dupOf(cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	c, err := NewClient(cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	null, _ := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	defer null.Close()
+	big := strings.Repeat("x", 200<<10)
+	for i := 0; i < 6; i++ {
+		t0 := time.Now()
+		_, err := c.Start(Command{Args: []string{"echo", big}, Stdin: null, Stdout: null, Stderr: null}, 200*time.Millisecond)
+		if err == nil {
+			t.Fatal("a start answered by nobody succeeded")
+		}
+		if d := time.Since(t0); d > 3*time.Second {
+			t.Fatalf("start %d took %s against an agent that does not read", i, d)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		for i := 0; i < 200; i++ {
+			if f, err := Attach(holder); err == nil {
+				f.Close()
+			}
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Attach blocked on an agent that does not read")
+	}
+}
+
+func dupOf(f *os.File) (*os.File, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "dup"), nil
+}
+
+// A STARTED that comes after Start gave up is the agent being slow, not
+// lying: the command is killed, the client lives on.
+func TestAgentLateStarted(t *testing.T) {
+	cf, af, err := Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer af.Close()
+	c, err := NewClient(cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	null, _ := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	defer null.Close()
+	if _, err := c.Start(Command{Args: []string{"true"}, Stdin: null, Stdout: null, Stderr: null}, 100*time.Millisecond); err == nil {
+		t.Fatal("no answer, yet started")
+	}
+	// The fake agent reads the START and answers it late.
+	buf := make([]byte, maxMsg)
+	n, _, _, _, err := unix.Recvmsg(int(af.Fd()), buf, make([]byte, unix.CmsgSpace(4*4)), 0)
+	if err != nil || n < headerSize {
+		t.Fatalf("the START: %d %v", n, err)
+	}
+	id := binary.LittleEndian.Uint32(buf[8:])
+	late := make([]byte, replySize)
+	binary.LittleEndian.PutUint32(late[0:], magic)
+	binary.LittleEndian.PutUint32(late[4:], msgStarted)
+	binary.LittleEndian.PutUint32(late[8:], id)
+	binary.LittleEndian.PutUint64(late[16:], 42)
+	if _, err := af.Write(late); err != nil {
+		t.Fatal(err)
+	}
+	// It asks the agent to kill that command.
+	_ = af.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err = af.Read(buf)
+	if err != nil || n != headerSize || binary.LittleEndian.Uint32(buf[4:]) != msgSignal ||
+		binary.LittleEndian.Uint32(buf[8:]) != id || binary.LittleEndian.Uint32(buf[12:]) != uint32(unix.SIGKILL) {
+		t.Fatalf("after a late STARTED: %x %v, want SIGNAL KILL for %d", buf[:n], err, id)
+	}
+	select {
+	case <-c.Done():
+		t.Fatal("a late STARTED ended the client")
+	case <-time.After(200 * time.Millisecond):
+	}
+}

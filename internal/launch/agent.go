@@ -29,34 +29,58 @@ const agentStartWait = 30 * time.Second
 // has checked its pid (the kernel's, never the agent's word) and placed it
 // in the command's child cgroup.
 func RunAgent(ctx context.Context, ctr *libmaka.Container, cl *agent.Client, ps *specs.Process, stdio Stdio, limit int64, destroy func() error) (*Output, error) {
-	return runBounded(ctx, ctr, stdio, limit, destroy, func(_, subDir string, in, out, errw *os.File) (func() (int, Usage), error) {
-		p, err := cl.Start(agent.Command{Args: ps.Args, Env: ps.Env, Cwd: ps.Cwd, Stdin: in, Stdout: out, Stderr: errw}, agentStartWait)
+	return runBounded(ctx, ctr, stdio, limit, destroy, func(_, subDir string, in, out, errw *os.File) (func() (int, Usage, error), error) {
+		p, err := startChecked(ctx, ctr, cl, ps, subDir, in, out, errw)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox %s: %w", ctr.ID(), err)
 		}
-		if err := placeCommand(p.HostPid, ctr.CgroupPath(), subDir); err != nil {
-			p.Signal(unix.SIGKILL)
-			return nil, fmt.Errorf("sandbox %s: the command's process: %w", ctr.ID(), err)
-		}
-		if err := p.Go(); err != nil {
-			return nil, fmt.Errorf("sandbox %s: %w", ctr.ID(), err)
-		}
-		return func() (int, Usage) {
+		return func() (int, Usage, error) {
 			e, err := p.Wait()
 			if err != nil {
-				return 255, Usage{}
+				return 255, Usage{}, err // the agent is gone: so is the sandbox
 			}
-			return e.Code(), Usage{User: e.User, System: e.System, MaxRSSKiB: e.MaxRSSKiB}
+			return e.Code(), Usage{User: e.User, System: e.System, MaxRSSKiB: e.MaxRSSKiB}, nil
 		}, nil
 	})
 }
 
+// startChecked starts ps through cl, checks the command's process and
+// places it in subDir ("": left in the sandbox's cgroup), then lets it
+// run. The wait for the agent's answer ends with ctx too.
+func startChecked(ctx context.Context, ctr *libmaka.Container, cl *agent.Client, ps *specs.Process, subDir string, in, out, errw *os.File) (*agent.Proc, error) {
+	wait := agentStartWait
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+		wait = max(time.Until(d), time.Millisecond)
+	}
+	p, err := cl.Start(agent.Command{Args: ps.Args, Env: ps.Env, Cwd: ps.Cwd, Stdin: in, Stdout: out, Stderr: errw}, wait)
+	if err != nil {
+		return nil, err
+	}
+	initPid := 0
+	if st, err := ctr.OCIState(); err == nil {
+		initPid = st.Pid
+	}
+	if err := placeCommand(p.HostPid, initPid, ctr.CgroupPath(), subDir); err != nil {
+		p.Abort()
+		return nil, fmt.Errorf("the command's process: %w", err)
+	}
+	if err := p.Go(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // placeCommand moves pid into subDir, a child cgroup of cgroup, once it is
 // seen in cgroup itself: a pid outside the sandbox is never moved ("": it
-// stays in cgroup, only checked). The pid comes from the kernel and its
-// process waits, blocked, for maka's go; a pidfd taken first makes sure it
-// is still that process after the move.
-func placeCommand(pid int, cgroup, subDir string) error {
+// stays in cgroup, only checked), nor the sandbox's init (initPid: an agent
+// that sent its own credentials). The pid comes from the kernel and its
+// process waits, blocked, for maka's go; a pidfd taken first, and found
+// alive after each step by pid, makes sure each concerned that process
+// (its pid cannot have been reused while it lives).
+func placeCommand(pid, initPid int, cgroup, subDir string) error {
+	if pid == initPid {
+		return fmt.Errorf("pid %d is the sandbox's init, not a command", pid)
+	}
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return err
@@ -65,6 +89,9 @@ func placeCommand(pid int, cgroup, subDir string) error {
 	in, err := cgroupOfPid(pid)
 	if err != nil {
 		return err
+	}
+	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+		return fmt.Errorf("pid %d ended while it was checked: %w", pid, err)
 	}
 	if in != cgroup {
 		return fmt.Errorf("pid %d is in %s, not in the sandbox's cgroup %s", pid, in, cgroup)
@@ -86,15 +113,8 @@ func placeCommand(pid int, cgroup, subDir string) error {
 // word) before it runs any code of its own. The caller waits for it
 // (Proc.Wait) and forwards signals (Proc.Signal).
 func StartAgent(ctr *libmaka.Container, cl *agent.Client, ps *specs.Process, stdin, stdout, stderr *os.File) (*agent.Proc, error) {
-	p, err := cl.Start(agent.Command{Args: ps.Args, Env: ps.Env, Cwd: ps.Cwd, Stdin: stdin, Stdout: stdout, Stderr: stderr}, agentStartWait)
+	p, err := startChecked(context.Background(), ctr, cl, ps, "", stdin, stdout, stderr)
 	if err != nil {
-		return nil, fmt.Errorf("exec in %s: %w", ctr.ID(), err)
-	}
-	if err := placeCommand(p.HostPid, ctr.CgroupPath(), ""); err != nil {
-		p.Signal(unix.SIGKILL)
-		return nil, fmt.Errorf("exec in %s: the command's process: %w", ctr.ID(), err)
-	}
-	if err := p.Go(); err != nil {
 		return nil, fmt.Errorf("exec in %s: %w", ctr.ID(), err)
 	}
 	return p, nil

@@ -109,7 +109,7 @@ type Stdio struct {
 // deadline after dispatch destroys the sandbox (ErrSandboxDestroyed).
 // Sandbox.Exec and `maka exec --timeout/--output-limit` run commands so.
 func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, stdio Stdio, limit int64, destroy func() error) (*Output, error) {
-	return runBounded(ctx, ctr, stdio, limit, destroy, func(sub, _ string, in, out, errw *os.File) (func() (int, Usage), error) {
+	return runBounded(ctx, ctr, stdio, limit, destroy, func(sub, _ string, in, out, errw *os.File) (func() (int, Usage, error), error) {
 		p, err := specconv.NewProcess(libmaka.ThisHost(), ps, false)
 		if err != nil {
 			return nil, err
@@ -120,16 +120,16 @@ func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 		if err := ctr.Run(p); err != nil {
 			return nil, fmt.Errorf("sandbox %s: exec: %w", ctr.ID(), err)
 		}
-		return func() (int, Usage) {
+		return func() (int, Usage, error) {
 			st, _ := p.Wait()
-			return exitCode(st), usageOf(st)
+			return exitCode(st), usageOf(st), nil
 		}, nil
 	})
 }
 
 // starter starts a bounded command with its stdio in its child cgroup sub
 // (subDir on the host) and returns how to wait for its exit code and use.
-type starter func(sub, subDir string, in, out, errw *os.File) (wait func() (int, Usage), err error)
+type starter func(sub, subDir string, in, out, errw *os.File) (wait func() (int, Usage, error), err error)
 
 // runBounded is RunBounded with the command started by start (libcontainer's
 // exec path, or a sandbox's resident agent: RunAgent).
@@ -183,18 +183,28 @@ func runBounded(ctx context.Context, ctr *libmaka.Container, stdio Stdio, limit 
 	type exit struct {
 		code int
 		use  Usage
+		err  error
 	}
 	exited := make(chan exit, 1)
 	go func() {
-		code, use := wait()
-		exited <- exit{code, use}
+		code, use, err := wait()
+		exited <- exit{code, use, err}
 	}()
 	var end exit
 	select {
 	case end = <-exited:
 	case <-out.over:
 		killCgroup(subDir)
-		<-exited
+		// Killed: its end comes at once, unless the agent does not
+		// report it (then the sandbox is not to be trusted either).
+		select {
+		case <-exited:
+		case <-time.After(KillTimeout):
+			derr := destroy()
+			<-exited
+			readers.Wait()
+			return nil, errors.Join(fmt.Errorf("sandbox %s: %w: no end reported for a killed command; the sandbox was destroyed", id, ErrSandboxDestroyed), derr)
+		}
 		readers.Wait()
 		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes; the command was killed", id, ErrOutputLimit, limit)
 	case <-ctx.Done():
@@ -218,6 +228,9 @@ func runBounded(ctx context.Context, ctr *libmaka.Container, stdio Stdio, limit 
 	readers.Wait()
 	if out.exceeded() {
 		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes", id, ErrOutputLimit, limit)
+	}
+	if end.err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", id, end.err)
 	}
 	return &Output{ExitCode: end.code, Stdout: out.stdout.Bytes(), Stderr: out.stderr.Bytes(), Duration: time.Since(began), Usage: end.use}, nil
 }

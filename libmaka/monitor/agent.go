@@ -29,10 +29,15 @@ const dialAgentWait = 30 * time.Second
 // agent.MaxClients connections at once.
 func (m *Monitor) ServeAgent(holder *os.File) error {
 	path := filepath.Join(m.cfg.StateDir, AgentSocketFile)
-	// Made unreachable before it exists: no moment with a wider mode.
-	old := unix.Umask(0o177)
+	// The state directory is maka's user's alone (0700): the socket's
+	// mode is narrowed after bind (a process-wide umask would race with
+	// the embedding program's other files).
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	unix.Umask(old)
+	if err == nil {
+		if err = os.Chmod(path, 0o600); err != nil {
+			ln.Close()
+		}
+	}
 	if err != nil {
 		holder.Close()
 		return fmt.Errorf("monitor %s: the agent's socket: %w", m.cfg.ID, err)

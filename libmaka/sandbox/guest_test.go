@@ -869,10 +869,35 @@ echo done`)
 	}
 	wg.Wait()
 
-	// Killed from the host: the sandbox is gone, and the next command is
-	// refused, never run some other way.
+	// A command that changes what later commands inherit from the agent
+	// (its nice value): the next command is refused, the sandbox ended.
+	s2 := launchIdle(t, m, rootfs, "api-agent-2")
+	if r, err := s2.Exec(ctx, Command{Shell: "renice -n 5 -p 1 >/dev/null; echo reniced"}); err != nil || string(r.Stdout) != "reniced\n" {
+		t.Fatalf("renice of the agent: %v %+v", err, r)
+	}
+	if _, err := s2.Exec(ctx, Command{Shell: "touch /maka/work/ran"}); !errors.Is(err, ErrGone) {
+		t.Errorf("a command after the agent was reniced: %v, want ErrGone", err)
+	}
+
+	// Killed from the host while a command runs: that command's answer
+	// is ErrGone (not an exit status), the sandbox is gone, and the next
+	// command is refused, never run some other way.
+	running := make(chan error, 1)
+	go func() {
+		_, err := s.Exec(ctx, Command{Shell: "echo up; sleep 60", Timeout: 90 * time.Second})
+		running <- err
+	}()
+	time.Sleep(2 * time.Second)
 	if err := unix.Kill(s.launched.Pid, unix.SIGKILL); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case err := <-running:
+		if !errors.Is(err, ErrGone) {
+			t.Errorf("the command running when the agent died: %v, want ErrGone", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Error("the command running when the agent died got no answer")
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for unix.Kill(s.launched.Pid, 0) == nil && time.Now().Before(deadline) {
