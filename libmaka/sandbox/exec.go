@@ -118,6 +118,15 @@ func (s *Sandbox) Exec(ctx context.Context, cmd Command) (*Result, error) {
 	if s.agent != nil {
 		res, err = launch.ExecQueuedAgent(ctx, s.launched.Container, s.agent, ps, stdio, limit, destroy)
 		if errors.Is(err, agent.ErrGone) {
+			// The monitor may have killed the sandbox (a violation under
+			// kill): then that is the answer, as below.
+			select {
+			case <-s.initDone:
+			case <-time.After(time.Second):
+			}
+			if k := s.launched.MonitorErr(); k != nil {
+				return nil, k
+			}
 			// A dead (or no longer trusted) agent is a dead sandbox: the
 			// command never runs some other way.
 			_ = s.Destroy()
