@@ -313,7 +313,10 @@ func TestUnifiedByNameRefusals(t *testing.T) {
 		`{"memory.low": "2147483648"}`:                       `linux.resources.unified["memory.low"]: 2147483648 must be between 0 and the memory limit`,
 		`{"cpu.weight": "10001"}`:                            `linux.resources.unified["cpu.weight"]: "10001" is not a weight between 1 and 10000`,
 		`{"cpu.weight": "-1"}`:                               `"-1" is not a weight`,
-		`{"io.max": "8:0 rbps=1"}`:                           `linux.resources.unified["io.max"]: maka does not apply this cgroup file`,
+		`{"io.max": "8:0 rbps=0"}`:                           `linux.resources.unified["io.max"]: "rbps=0" is not a rate`,
+		`{"io.max": "8:0 rbps=1 iops=2"}`:                    `linux.resources.unified["io.max"]: "iops=2" is not a limit of io.max`,
+		`{"io.max": "8 rbps=1"}`:                             `linux.resources.unified["io.max"]: "8" is not a device`,
+		`{"io.latency": "8:0 target=10"}`:                    `linux.resources.unified["io.latency"]: maka does not apply this cgroup file`,
 		`{"cpu.max": "100000 100000", "cpu.max.burst": "1"}`: `linux.resources.unified["cpu.max.burst"]: maka does not apply`,
 	} {
 		s := sandboxSpec(t)
