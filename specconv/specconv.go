@@ -331,6 +331,9 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged, stack uint64) (*specs.S
 	}
 	if b.Rootfs.Scaffold != "" {
 		root = b.Rootfs.Scaffold
+		if staged != nil && staged.Scaffold != "" {
+			root = staged.Scaffold
+		}
 		mounts = append(slices.Clone(b.Rootfs.Binds), mounts...)
 	}
 	spec := &specs.Spec{

@@ -303,14 +303,10 @@ func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specc
 		return nil, err
 	}
 	phase.Mark("stage host paths")
-	from := ""
-	if staged != nil {
-		from = staged.Root
-	}
 	if _, err := op.BuildOverlayRoot(b, staged); err != nil {
 		return nil, err
 	}
-	if err := op.BuildRoot(b, from); err != nil {
+	if err := op.BuildRoot(b, staged); err != nil {
 		return nil, err
 	}
 	libmaka.CrashPoint(op.Command + ":root-built")
