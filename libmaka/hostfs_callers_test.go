@@ -246,7 +246,6 @@ var otherOpens = map[string]string{
 	"libmaka/rootfs.go: Op.BuildRoot: unix.Open":             ownState,
 	"libmaka/rootfs.go: Op.stageScaffold: unix.Open":         ownState,
 	"libmaka/overlayroot.go: Op.BuildOverlayRoot: unix.Open": ownState,
-	"libmaka/overlayroot.go: Op.stagePoint: os.OpenFile":     ownState,
 	"libmaka/overlayroot.go: mkdirBeneath: unix.Openat":      bundleItem1,
 	"libmaka/overlayroot.go: mkdirBeneath: unix.Openat2":     bundleItem1,
 	"libmaka/rootfs.go: scaffolder.build: os.OpenFile":       bundleItem1,

@@ -335,7 +335,7 @@ func (op *Op) stageScaffold(dir string) (string, error) {
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
 		return "", fmt.Errorf("mount_setattr: %w", err)
 	}
-	dst, err := op.stagePoint(true)
+	dst, err := op.stagePoint()
 	if err != nil {
 		return "", err
 	}
