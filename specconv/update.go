@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -342,10 +343,11 @@ func ContractAfterUpdate(b *libmaka.Boundary, next Enforced, r *specs.LinuxResou
 	return nb, nil
 }
 
-// upsertDevice replaces list's entry for d's device with d, or appends d.
+// upsertDevice replaces list's last entry for d's device with d (of
+// duplicates the kernel keeps the last written), or appends d.
 func upsertDevice[T any](list []T, d T, dev func(T) (int64, int64)) []T {
 	ma, mi := dev(d)
-	for i, e := range list {
+	for i, e := range slices.Backward(list) {
 		if a, b := dev(e); a == ma && b == mi {
 			list[i] = d
 			return list
