@@ -406,6 +406,14 @@ func TestOwnerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Stdout.WriteString("launched " + s.ID() + "\n")
+	// MAKA_OWNER_PREWARM=N: a warm pool of N beside it (api.bats: a crash
+	// with a warm pool leaves nothing after recover).
+	if n, _ := strconv.Atoi(os.Getenv("MAKA_OWNER_PREWARM")); n > 0 {
+		if err := m.Prewarm(context.Background(), Request{Bundle: "/", Spec: DefaultSpec(os.Getenv("MAKA_ROOTFS"), IdleArgs...)}, n); err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout.WriteString("prewarmed " + strconv.Itoa(n) + "\n")
+	}
 	time.Sleep(time.Hour) // until killed: the owner dies without destroying its sandbox
 }
 

@@ -181,3 +181,37 @@ bg" ]
   [ "$status" -ne 0 ]
   [[ "$output" == *"scope"* ]]
 }
+
+@test "an embedding program with a warm pool crashes: recover reaps its pool and its sandbox, nothing is left (issue 26 item 8)" {
+  local out=$BATS_TEST_TMPDIR/owner.out pid i id pool
+  MAKA_GUEST_TESTS=1 MAKA_ROOTFS="$MAKA_ROOTFS" MAKA_OWNER_SCOPE=ws-pool MAKA_OWNER_ID=own-pool \
+    MAKA_OWNER_PREWARM=2 MAKA_OWNER_ROOT="$MAKA_ROOT" MAKA_OWNER_STATE_DIR="$MAKA_STATE_DIR" \
+    "$MAKA_FIXTURES/sandbox.test" -test.run '^TestOwnerProcess$' -test.timeout 0 >"$out" 2>&1 3>&- &
+  pid=$!
+  for i in $(seq 240); do
+    grep -q '^prewarmed 2' "$out" && break
+    kill -0 "$pid" 2>/dev/null || { cat "$out"; false; }
+    sleep 0.5
+  done
+  grep -q '^prewarmed 2' "$out"
+  pool=$(maka list -q | grep '^pool-' || true)
+  echo "pool: $pool"
+  [ "$(wc -w <<<"$pool")" -eq 2 ]
+  # The pool's idle sandboxes answer: they are live sandboxes, not records.
+  for id in $pool; do
+    run maka exec "$id" true
+    [ "$status" -eq 0 ]
+  done
+  # The embedding program dies without Close (SIGKILL).
+  kill -9 "$pid"
+  wait "$pid" || true
+  run --separate-stderr maka recover --format json
+  echo "$output"
+  echo "$stderr"
+  [ "$status" -eq 0 ]
+  for id in own-pool $pool; do
+    jq -e --arg id "$id" 'any(.[]; .id == $id)' <<<"$output"
+    assert_nothing_left "$id"
+  done
+  [ -z "$(maka list -q)" ]
+}
