@@ -498,3 +498,48 @@ dir-ok" ]
   [ ! -e "$wr/.containerenv" ]
   [ ! -e "$wr/nowhere" ]
 }
+
+# oom_round RUNTIME ID RM: one out-of-memory kill through containerd (with
+# --rm when RM is "rm", else the task is kept until the check); prints
+# "oom" or "no-oom", then what the cgroup counted and the events seen.
+oom_round() {
+  local rt=$1 c=$2 rm=$3 bin ev evpid st i
+  bin=$(runtime_binary "$rt")
+  ev=$BATS_TEST_TMPDIR/ev.$c
+  ctr events > "$ev" 2>&1 3>&- &
+  evpid=$!
+  local rmflag=(--rm)
+  [ "$rm" = rm ] || rmflag=()
+  st=0
+  ctr run "${rmflag[@]}" --runc-binary "$bin" --memory-limit 16777216 "$IMG" "$c" \
+    sh -c 'sleep 1; x=a; while true; do x=$x$x; done' >/dev/null 2>&1 || st=$?
+  for i in $(seq 20); do
+    grep -q "/tasks/oom {\"container_id\":\"$c\"}" "$ev" && break
+    sleep 0.1
+  done
+  if grep -q "/tasks/oom {\"container_id\":\"$c\"}" "$ev"; then echo "oom $st"; else echo "no-oom $st"; fi
+  if [ "$rm" != rm ]; then
+    echo "memory.events: $(tr '\n' ' ' < /sys/fs/cgroup/default/$c/memory.events 2>&1)"
+    [ "$rt" != maka ] || "$bin" --root /run/containerd/runc/default violations "$c" 2>&1 | tail -3
+    ctr task delete "$c" >/dev/null 2>&1 || true
+    ctr container delete "$c" >/dev/null 2>&1 || true
+  fi
+  kill "$evpid"; wait "$evpid" 2>/dev/null || true
+  grep -E "/tasks/(oom|exit)" "$ev" | sed 's/^/  /'
+}
+
+# bats test_tags=soak
+@test "soak: an out-of-memory kill reaches ctr events as /tasks/oom every time, MAKA_OOM_ROUNDS rounds per runtime, with and without --rm" {
+  local rt r n=${MAKA_OOM_ROUNDS:-10} miss=0 out
+  for r in $(seq "$n"); do
+    for rt in $RUNTIMES; do
+      for rm in rm keep; do
+        out=$(oom_round "$rt" "oom-$rt-$rm-$r" "$rm")
+        echo "[$rt $rm $r] $out"
+        [[ "$out" == "oom 137"* ]] || { [ "$rt" = runc ] || miss=$((miss + 1)); }
+      done
+    done
+  done
+  echo "maka missed $miss of $((2 * n))"
+  [ "$miss" -eq 0 ]
+}
