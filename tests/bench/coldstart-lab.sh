@@ -11,9 +11,9 @@
 # MAKA_PHASES, and crun on the plain bundle; it prints the median of each
 # phase side by side.  Then one `strace -f -T` of each maka run lists the
 # system calls that took longest, by process.
-# Environment: MAKA_BINARY, MAKA_FIXTURES, LAB_ROUNDS (8), LAB_STRACE (1).
+# Environment: MAKA_BINARY, MAKA_FIXTURES, MAKA_LAB_ROUNDS (8), MAKA_LAB_STRACE (1).
 set -uo pipefail
-rounds=${LAB_ROUNDS:-8}
+rounds=${MAKA_LAB_ROUNDS:-8}
 w=$(mktemp -d /tmp/maka-lab.XXXXXX)
 chmod 0711 "$w"
 trap 'for r in u n; do for id in $("$w/bin/maka" --root "$w/st-$r" list -q 2>/dev/null); do "$w/bin/maka" --root "$w/st-$r" delete -f "$id"; done; done; rm -rf "$w"' EXIT
@@ -70,7 +70,25 @@ for k in names:
     print(f"{k:42s} {a:8.1f} {b:8.1f}")
 print(f"{'total (inside)':42s} {statistics.median(ut):8.1f} {statistics.median(nt):8.1f}")
 EOF
-if [ "${LAB_STRACE:-1}" = 1 ] && command -v strace >/dev/null; then
+if [ "${MAKA_LAB_TIMELINE:-1}" = 1 ]; then
+  echo "== package initialisers of maka (GODEBUG=inittrace=1 maka --version): the 12 slowest, and the sum"
+  GODEBUG=inittrace=1 "$w/bin/maka" --version 2>&1 >/dev/null | awk '/^init / {print $5, $2; s += $5} END {print s, "(sum, ms)"}' | sort -rn | head -13
+  echo "== one maka --debug run (user namespace): each log line, ms since the first"
+  env -u MAKA_POLICY "$w/bin/maka" --debug --log-format json --log "$w/debug.log" --root "$w/st-u" run -b "$w/u" tl-u </dev/null >/dev/null 2>&1
+  python3 - "$w/debug.log" <<'PY'
+import json, sys, datetime
+t0 = None
+for line in open(sys.argv[1]):
+    try:
+        d = json.loads(line)
+    except ValueError:
+        continue
+    t = datetime.datetime.fromisoformat(d["time"].replace("Z", "+00:00"))
+    t0 = t0 or t
+    print(f"{(t - t0).total_seconds() * 1000:8.1f}  {d.get('msg', '')[:110]}")
+PY
+fi
+if [ "${MAKA_LAB_STRACE:-1}" = 1 ] && command -v strace >/dev/null; then
   for r in u n; do
     echo "== strace -f -T of one maka run ($r): the 25 slowest system calls, and the time per process image"
     ( if [ $r = u ]; then env -u MAKA_POLICY strace -f -ttt -T -qq -o "$w/tr-$r" "$w/bin/maka" --root "$w/st-$r" run -b "$w/$r" "tr-$r"
@@ -82,7 +100,7 @@ if [ "${LAB_STRACE:-1}" = 1 ] && command -v strace >/dev/null; then
     awk 'NR == 1 {t0 = $2} $3 ~ /^execve\(/ || $0 ~ /exited with/ {printf "  %8.1f  %s\n", ($2 - t0) * 1000, substr($0, 1, 130)}' "$w/tr-$r" | head -30
   done
 fi
-if [ "${LAB_PERF:-1}" = 1 ] && command -v perf >/dev/null; then
+if [ "${MAKA_LAB_PERF:-1}" = 1 ] && command -v perf >/dev/null; then
   for r in u n; do
     echo "== perf (cpu-clock, every CPU) over 4 maka runs ($r): the top symbols, user and kernel"
     pol=(env -u MAKA_POLICY); [ $r = u ] || pol=(env MAKA_POLICY="$w/nouserns.json")
