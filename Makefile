@@ -191,12 +191,12 @@ integration: build fixtures images crictl
 # MAKA_SOAK_PAR-way parallel lifecycles, MAKA_FAULT_ROUNDS rounds of
 # SIGKILL at random points), in the guest like the rest; not part of
 # `make test`.  MAKA_* variables reach the guest: make soak MAKA_SOAK_N=50.
-# clients.bats: MAKA_OOM_ROUNDS out-of-memory kills through containerd (MAKA_OOM_LOAD
-# busy loops beside them).
+# clients.bats: MAKA_OOM_ROUNDS out-of-memory kills through containerd (MAKA_OOM_LOAD,
+# busy loops beside them; MAKA_OOM_DELAYS, MAKA_OOM_TIMEOUT: see the test).
 SOAK_TESTS ?= tests/integration/recover.bats tests/integration/userns.bats \
 	tests/integration/soak.bats tests/integration/faults.bats tests/integration/descrace.bats \
 	tests/integration/clients.bats
-export MAKA_SOAK_N MAKA_SOAK_PAR MAKA_FAULT_ROUNDS MAKA_FAULT_MAX_MS MAKA_OOM_ROUNDS MAKA_OOM_LOAD MAKA_OOM_DELAYS
+export MAKA_SOAK_N MAKA_SOAK_PAR MAKA_FAULT_ROUNDS MAKA_FAULT_MAX_MS MAKA_OOM_ROUNDS MAKA_OOM_LOAD MAKA_OOM_DELAYS MAKA_OOM_TIMEOUT
 soak: build fixtures crictl
 	$(MAKE) --no-print-directory integration INTEGRATION_TAGS=soak TESTS="$(SOAK_TESTS)"
 

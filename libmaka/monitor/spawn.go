@@ -174,6 +174,12 @@ func (d *Detached) Attach(in Info, egressLn, agentEnd *os.File) error {
 	if n, err := d.ack.Read(make([]byte, 1)); n != 1 {
 		return fmt.Errorf("container %s: the monitor did not attach: %w", d.id, err)
 	}
+	// Attached: from here on the sandbox can make it work, within its bound.
+	if d.Cgroup != "" {
+		if err := capCPU(d.Cgroup); err != nil {
+			return fmt.Errorf("container %s: monitor: %w", d.id, err)
+		}
+	}
 	return nil
 }
 

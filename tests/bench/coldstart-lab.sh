@@ -70,9 +70,46 @@ for k in names:
     print(f"{k:42s} {a:8.1f} {b:8.1f}")
 print(f"{'total (inside)':42s} {statistics.median(ut):8.1f} {statistics.median(nt):8.1f}")
 EOF
+if [ "${MAKA_LAB_CSD:-1}" = 1 ]; then
+  echo "== create, start, delete: medians of $rounds rounds [ms] (outside), and maka's phases of each"
+  declare -A csd
+  for ((i = 0; i < rounds; i++)); do
+    for r in maka runc crun; do
+      case $r in
+        maka) cmd=(env -u MAKA_POLICY MAKA_PHASES="$w/ph-csd.jsonl" "$w/bin/maka" --root "$w/st-csd") b=$w/u ;;
+        *) cmd=("$r" --root "$w/st-$r") b=$w/p ;;
+      esac
+      for step in create start delete; do
+        args=("$step" "csd-$r$i"); [ $step != create ] || args=(create -b "$b" "csd-$r$i")
+        [ $step != delete ] || sleep 0.3   # /bin/true has exited
+        t0=$EPOCHREALTIME
+        "${cmd[@]}" "${args[@]}" </dev/null >/dev/null 2>>"$w/err" || echo "round $i $r $step failed" >&2
+        t1=$EPOCHREALTIME
+        csd[$r $step]+="$(ms "$t0" "$t1") "
+      done
+    done
+  done
+  for step in create start delete; do
+    printf '%-8s maka %6s  runc %6s  crun %6s\n' "$step" "$(median <<<"${csd[maka $step]}")" "$(median <<<"${csd[runc $step]}")" "$(median <<<"${csd[crun $step]}")"
+  done
+  python3 - "$w/ph-csd.jsonl" <<'PY'
+import json, statistics, sys
+by = {}
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    c = by.setdefault(d["command"], {})
+    for ph in d["phases"]:
+        c.setdefault(ph["name"], []).append(ph["ms"])
+    c.setdefault("total (inside)", []).append(d["totalMs"])
+for cmd in ("create", "start", "delete"):
+    print(f"  maka {cmd}:")
+    for k, v in by.get(cmd, {}).items():
+        print(f"    {k:40s} {statistics.median(v):8.1f}")
+PY
+fi
 if [ "${MAKA_LAB_TIMELINE:-1}" = 1 ]; then
   echo "== package initialisers of maka (GODEBUG=inittrace=1 maka --version): the 12 slowest, and the sum"
-  GODEBUG=inittrace=1 "$w/bin/maka" --version 2>&1 >/dev/null | awk '/^init / {print $5, $2; s += $5} END {print s, "(sum, ms)"}' | sort -rn | head -13
+  GODEBUG=inittrace=1 "$w/bin/maka" --version 2>&1 >/dev/null | awk '/^init / {print $5, $2; s += $5} END {print s, "(sum, ms)"}' | sort -rn | head -30
   echo "== one maka --debug run (user namespace): each log line, ms since the first"
   env -u MAKA_POLICY "$w/bin/maka" --debug --log-format json --log "$w/debug.log" --root "$w/st-u" run -b "$w/u" tl-u </dev/null >/dev/null 2>&1
   python3 - "$w/debug.log" <<'PY'

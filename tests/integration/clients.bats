@@ -17,6 +17,9 @@ bats_require_minimum_version 1.5.0
 
 IMG=localhost/busybox:latest
 RUNTIMES="runc maka"
+# make soak's repeated OOM test with more rounds, delays or load than fit
+# the default: MAKA_OOM_TIMEOUT seconds per test.
+[ -z "${MAKA_OOM_TIMEOUT:-}" ] || BATS_TEST_TIMEOUT=$MAKA_OOM_TIMEOUT
 
 # pm RUNTIME ARGS...: podman with runc (Debian's) or maka (containers.conf's table).
 pm() {
@@ -373,29 +376,22 @@ left: 0
   [ "$output" = "$(cat "$BATS_FILE_TMPDIR/ctr-lifecycle.runc")" ]
 }
 
+# containerd 1.6's runc v2 shim reads memory.events only after an inotify
+# event, through a watch it adds after `start` returns, in a goroutine of
+# its own, and stops reading once the cgroup is gone. Two races follow, for
+# any runtime (make soak's repeated test saw both with runc and with maka
+# on a loaded guest; docs/clients.md): an OOM kill before the watch exists
+# is never reported, and with `ctr run --rm` the task's delete can remove
+# the cgroup before the shim has read the count. So this check keeps the
+# task until the event has come (as the kubelet does: it deletes much
+# later) and lets the process live 3 s before it allocates.
 @test "containerd: an out-of-memory kill reaches ctr events as /tasks/oom with exit status 137, with runc and maka" {
-  local rt bin
+  local rt out
   for rt in $RUNTIMES; do
-    bin=$(runtime_binary $rt)
-    ctr events > "$BATS_TEST_TMPDIR/events.$rt" 2>&1 3>&- &
-    local evpid=$!
-    # The shim watches memory.events only once start has returned: an
-    # OOM kill before that is not reported (seen with both runtimes under
-    # a loaded host). The process waits a second before it allocates.
-    run ctrt $rt oom run --rm --runc-binary "$bin" --memory-limit 16777216 "$IMG" co-$rt \
-      sh -c 'sleep 1; x=a; while true; do x=$x$x; done'
-    sleep 1
-    kill $evpid
-    wait $evpid || true
-    cat "$BATS_TEST_TMPDIR/events.$rt"
-    [ "$status" -eq 137 ]
-    # runc's shim missed the event once in CI (its memory.events watch
-    # raced the cgroup's removal): required of maka, only noted for runc.
-    if ! grep -q "/tasks/oom {\"container_id\":\"co-$rt\"}" "$BATS_TEST_TMPDIR/events.$rt"; then
-      [ "$rt" = runc ] || return 1
-      echo "# runc: no /tasks/oom event this time" >&3
-    fi
-    grep -q "/tasks/exit {\"container_id\":\"co-$rt\".*\"exit_status\":137" "$BATS_TEST_TMPDIR/events.$rt"
+    out=$(oom_round "$rt" "co-$rt" keep 3)
+    echo "[$rt] $out"
+    [[ "$out" == "oom 137"* ]]
+    grep -q "/tasks/exit {\"container_id\":\"co-$rt\".*\"exit_status\":137" <<<"$out"
   done
 }
 
@@ -514,7 +510,7 @@ oom_round() {
   st=0
   ctr run "${rmflag[@]}" --runc-binary "$bin" --memory-limit 16777216 "$IMG" "$c" \
     sh -c "sleep $delay; "'x=a; while true; do x=$x$x; done' >/dev/null 2>&1 || st=$?
-  for i in $(seq 20); do
+  for i in $(seq 50); do
     grep -q "/tasks/oom {\"container_id\":\"$c\"}" "$ev" && break
     sleep 0.1
   done
@@ -529,32 +525,35 @@ oom_round() {
 }
 
 # bats test_tags=soak
-@test "soak: an out-of-memory kill reaches ctr events as /tasks/oom every time, MAKA_OOM_ROUNDS rounds per runtime, with and without --rm" {
-  local rt r n=${MAKA_OOM_ROUNDS:-10} miss=0 out hogs=() h
+@test "soak: an out-of-memory kill reaches ctr events as /tasks/oom, MAKA_OOM_ROUNDS rounds per runtime: every time with the task kept (with --rm the misses of each runtime are counted: the shim's race)" {
+  local rt r n=${MAKA_OOM_ROUNDS:-2} out hogs=() h d delays=${MAKA_OOM_DELAYS:-3} key mode
   # MAKA_OOM_LOAD=N: N busy loops beside the rounds, as a loaded CI host
-  # starves the guest.
+  # starves the guest (the races need it); MAKA_OOM_DELAYS: the seconds
+  # the process waits before it allocates (1 shows the late watch).
   for h in $(seq "${MAKA_OOM_LOAD:-0}"); do
     sh -c 'while :; do :; done' 3>&- &
     hogs+=($!)
   done
-  # MAKA_OOM_DELAYS: the seconds the process waits before it allocates
-  # (make test's check waits 3).
-  local d delays=${MAKA_OOM_DELAYS:-3} key
   declare -A missed=()
   for r in $(seq "$n"); do
     for d in $delays; do
       for rt in $RUNTIMES; do
-        for rm in rm keep; do
-          out=$(oom_round "$rt" "oom-$rt-$rm-$d-$r" "$rm" "$d")
-          echo "[$rt $rm delay $d, round $r] $out"
-          key="$rt delay $d"
-          [[ "$out" == "oom 137"* ]] || missed[$key]=$((${missed[$key]:-0} + 1))
+        for mode in keep rm; do
+          out=$(oom_round "$rt" "oom-$rt-$mode-$d-$r" "$mode" "$d")
+          echo "[$rt $mode delay $d, round $r] $out"
+          key="$mode $d $rt"
+          missed[$key]=${missed[$key]:-0}
+          [[ "$out" == "oom 137"* ]] || missed[$key]=$((missed[$key] + 1))
         done
       done
     done
   done
   [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}"
-  for key in "${!missed[@]}"; do echo "missed: $key: ${missed[$key]} of $((2 * n))"; done
-  # Required of both: a miss is the shim's, whichever runtime.
-  [ ${#missed[@]} -eq 0 ]
+  for key in "${!missed[@]}"; do echo "missed ($key): ${missed[$key]} of $n"; done
+  for d in $delays; do
+    # kept, after 3 s or more: every event, both runtimes
+    if [ "$d" -ge 3 ]; then
+      [ "${missed[keep $d maka]}" -eq 0 ] && [ "${missed[keep $d runc]}" -eq 0 ]
+    fi
+  done
 }
