@@ -378,20 +378,22 @@ left: 0
 
 # containerd 1.6's runc v2 shim reads memory.events only after an inotify
 # event, through a watch it adds after `start` returns, in a goroutine of
-# its own, and stops reading once the cgroup is gone. Two races follow, for
-# any runtime (make soak's repeated test saw both with runc and with maka
-# on a loaded guest; docs/clients.md): an OOM kill before the watch exists
-# is never reported, and with `ctr run --rm` the task's delete can remove
-# the cgroup before the shim has read the count. So this check keeps the
-# task until the event has come (as the kubelet does: it deletes much
-# later) and lets the process live 3 s before it allocates.
+# its own, and stops reading once the cgroup is empty or gone: its
+# /tasks/oom is best effort. make soak's repeated test (clients.bats,
+# below) saw it missed for runc and for maka on a loaded guest, with the
+# task kept or removed, 1 s or 3 s after start (docs/clients.md). So each
+# runtime gets three tries here; an event that never comes through maka in
+# three is maka's failure.
 @test "containerd: an out-of-memory kill reaches ctr events as /tasks/oom with exit status 137, with runc and maka" {
-  local rt out
+  local rt out try
   for rt in $RUNTIMES; do
-    out=$(oom_round "$rt" "co-$rt" keep 3)
-    echo "[$rt] $out"
+    for try in 1 2 3; do
+      out=$(oom_round "$rt" "co-$rt-$try" keep 3)
+      echo "[$rt, try $try] $out"
+      grep -q "/tasks/exit {\"container_id\":\"co-$rt-$try\".*\"exit_status\":137" <<<"$out"
+      [[ "$out" != "oom 137"* ]] || break
+    done
     [[ "$out" == "oom 137"* ]]
-    grep -q "/tasks/exit {\"container_id\":\"co-$rt\".*\"exit_status\":137" <<<"$out"
   done
 }
 
@@ -525,7 +527,7 @@ oom_round() {
 }
 
 # bats test_tags=soak
-@test "soak: an out-of-memory kill reaches ctr events as /tasks/oom, MAKA_OOM_ROUNDS rounds per runtime: every time with the task kept (with --rm the misses of each runtime are counted: the shim's race)" {
+@test "soak: an out-of-memory kill reaches ctr events as /tasks/oom, MAKA_OOM_ROUNDS rounds per runtime: with the task kept and removed; maka misses no more than runc (the shim's races)" {
   local rt r n=${MAKA_OOM_ROUNDS:-2} out hogs=() h d delays=${MAKA_OOM_DELAYS:-3} key mode
   # MAKA_OOM_LOAD=N: N busy loops beside the rounds, as a loaded CI host
   # starves the guest (the races need it); MAKA_OOM_DELAYS: the seconds
@@ -550,10 +552,12 @@ oom_round() {
   done
   [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}"
   for key in "${!missed[@]}"; do echo "missed ($key): ${missed[$key]} of $n"; done
-  for d in $delays; do
-    # kept, after 3 s or more: every event, both runtimes
-    if [ "$d" -ge 3 ]; then
-      [ "${missed[keep $d maka]}" -eq 0 ] && [ "${missed[keep $d runc]}" -eq 0 ]
-    fi
+  # The shim's misses are the same for every runtime: maka may lose no more
+  # than runc does (all modes and delays), give or take two.
+  local m=0 rc=0
+  for key in "${!missed[@]}"; do
+    if [[ $key == *maka ]]; then m=$((m + missed[$key])); else rc=$((rc + missed[$key])); fi
   done
+  echo "maka missed $m, runc $rc"
+  [ "$m" -le $((rc + 2)) ]
 }
