@@ -130,6 +130,7 @@ var otherOpens = map[string]string{
 	"libmaka/hostpath.go: openNoLinks: unix.Openat2":               bundleItem1,
 	"libmaka/hostpath.go: OpenBeneath: unix.Openat2":               bundleItem1,
 	"libmaka/monitor/guard.go: populatedFd: unix.Openat":           cgroupFiles,
+	"libmaka/monitor/moncgroup.go: capCPU: os.WriteFile":           monitorCgroup,
 	"libmaka/monitor/moncgroup.go: RemoveCgroupPath: os.WriteFile": monitorCgroup,
 	"libmaka/monitor/moncgroup.go: cgroupOfState: os.ReadFile":     ownState,
 	"libmaka/monitor/moncgroup.go: makeCgroup: os.OpenFile":        monitorCgroup,
