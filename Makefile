@@ -44,7 +44,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: FORCE all build maka monitor static install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation images test demo bench deps deps-packages lint clean
+.PHONY: FORCE all build maka monitor agent dynamic install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation images test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -62,8 +62,24 @@ $(DEPS_STAMP): Makefile
 	@$(MAKE) --no-print-directory deps-packages
 	@mkdir -p $(dir $@) && touch $@
 
-build maka: monitor $(DEPS_STAMP)
-	$(GO) build -tags "$(BUILDTAGS) monitor_embed" -trimpath -ldflags "$(LDFLAGS)" -o maka .
+# maka, and every program on the Go API that launches tool sandboxes, also
+# carries the resident agent (cmd/maka-agent, C, static: it is exec'd inside
+# the sandbox's root, whatever libc the image has), embedded by
+# internal/agentexe under the agent_embed tag.  Without the tag a tool
+# sandbox's commands go through libcontainer's exec path.
+AGENT := $(CURDIR)/build/maka-agent
+AGENT_EMBED := $(CURDIR)/internal/agentexe
+CC ?= cc
+
+# ./maka is linked statically (as `make dist` ships it, and runc's releases
+# are): no dynamic loader, no libseccomp.so or libc.so to map and relocate at
+# every start of maka, and a run starts maka twice (maka, then `maka init`).
+# In the guest a bare start took 71 ms static against 125 ms dynamic
+# (perf stat -r 20, docs/dev/performance.md change 13). `make dynamic`
+# builds ./maka.dynamic.
+build maka: monitor agent $(DEPS_STAMP)
+	$(GO) build -tags "$(STATIC_BUILDTAGS) monitor_embed agent_embed" -trimpath \
+		-ldflags "$(LDFLAGS) -extldflags -static" -o maka .
 
 monitor:
 	mkdir -p build
@@ -71,9 +87,14 @@ monitor:
 	gzip -9 -n -c $(MONITOR) > $(MONITOR).gz
 	sha256sum $(MONITOR) | cut -d' ' -f1 > $(MONITOR).sha256
 
-static: monitor $(DEPS_STAMP)
-	$(GO) build -tags "$(STATIC_BUILDTAGS) monitor_embed" -trimpath \
-		-ldflags "$(LDFLAGS) -extldflags -static" -o maka.static .
+agent:
+	mkdir -p build
+	$(CC) -static -Os -Wall -Werror -s -o $(AGENT) cmd/maka-agent/agent.c
+	gzip -9 -n -c $(AGENT) > $(AGENT_EMBED)/maka-agent.gz
+	sha256sum $(AGENT) | cut -d' ' -f1 > $(AGENT_EMBED)/maka-agent.sha256
+
+dynamic: monitor agent $(DEPS_STAMP)
+	$(GO) build -tags "$(BUILDTAGS) monitor_embed agent_embed" -trimpath -ldflags "$(LDFLAGS)" -o maka.dynamic .
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the man pages
 # (generated from the CLI), bash and zsh completion, an example policy
@@ -94,9 +115,9 @@ install: build
 # make dist: a static binary with its man pages, completion and docs in
 # build/maka-VERSION-linux-ARCH.tar.gz, and SHA-256 sums of both.
 DIST_NAME := maka-$(VERSION)-linux-$(shell $(GO) env GOARCH)
-dist: static
+dist: build
 	rm -rf build/dist && mkdir -p build/dist/$(DIST_NAME)
-	cp maka.static build/dist/$(DIST_NAME)/maka
+	cp maka build/dist/$(DIST_NAME)/maka
 	cd build/dist/$(DIST_NAME) && ./maka man man && mkdir completion && \
 		./maka completion bash > completion/maka.bash && ./maka completion zsh > completion/_maka
 	cp -r README.md docs scripts/policy.example.json build/dist/$(DIST_NAME)/
@@ -105,17 +126,21 @@ dist: static
 		sha256sum dist/$(DIST_NAME)/maka | sed 's| dist/$(DIST_NAME)/| |' > $(DIST_NAME).maka.sha256
 	@echo "dist: build/$(DIST_NAME).tar.gz"; cat build/$(DIST_NAME).tar.gz.sha256
 
-fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape $(FIXTURES)/swapper $(FIXTURES)/sandbox.test $(FIXTURES)/toolsandbox $(FIXTURES)/egresstool
+fixtures: $(ROOTFS_STAMP) $(FIXTURES)/escape $(FIXTURES)/swapper $(FIXTURES)/sandbox.test $(FIXTURES)/toolsandbox $(FIXTURES)/egresstool $(FIXTURES)/apibench
 
 # The Go API's tests that launch real sandboxes (libmaka/sandbox,
 # guest_test.go) and the example program, built here and run in the guest
 # by tests/integration/api.bats.
-$(FIXTURES)/sandbox.test: FORCE
+$(FIXTURES)/sandbox.test: agent FORCE
 	mkdir -p $(FIXTURES)
-	$(GO) test -c -tags "$(BUILDTAGS)" -o $@ ./libmaka/sandbox
-$(FIXTURES)/toolsandbox: FORCE
+	$(GO) test -c -tags "$(BUILDTAGS) agent_embed" -o $@ ./libmaka/sandbox
+$(FIXTURES)/toolsandbox: agent FORCE
 	mkdir -p $(FIXTURES)
-	$(GO) build -tags "$(BUILDTAGS)" -o $@ ./examples/toolsandbox
+	$(GO) build -tags "$(BUILDTAGS) agent_embed" -o $@ ./examples/toolsandbox
+# make bench's Go API figures (issue 26).
+$(FIXTURES)/apibench: agent FORCE
+	mkdir -p $(FIXTURES)
+	$(GO) build -tags "$(BUILDTAGS) agent_embed" -o $@ ./tests/bench/apibench
 # egress.bats' servers and client, static: the client runs in the busybox root.
 $(FIXTURES)/egresstool: FORCE
 	mkdir -p $(FIXTURES)
@@ -172,9 +197,12 @@ integration: build fixtures images crictl
 # MAKA_SOAK_PAR-way parallel lifecycles, MAKA_FAULT_ROUNDS rounds of
 # SIGKILL at random points), in the guest like the rest; not part of
 # `make test`.  MAKA_* variables reach the guest: make soak MAKA_SOAK_N=50.
+# clients.bats: MAKA_OOM_ROUNDS out-of-memory kills through containerd (MAKA_OOM_LOAD,
+# busy loops beside them; MAKA_OOM_DELAYS, MAKA_OOM_TIMEOUT: see the test).
 SOAK_TESTS ?= tests/integration/recover.bats tests/integration/userns.bats \
-	tests/integration/soak.bats tests/integration/faults.bats tests/integration/descrace.bats
-export MAKA_SOAK_N MAKA_SOAK_PAR MAKA_FAULT_ROUNDS MAKA_FAULT_MAX_MS
+	tests/integration/soak.bats tests/integration/faults.bats tests/integration/descrace.bats \
+	tests/integration/clients.bats
+export MAKA_SOAK_N MAKA_SOAK_PAR MAKA_FAULT_ROUNDS MAKA_FAULT_MAX_MS MAKA_OOM_ROUNDS MAKA_OOM_LOAD MAKA_OOM_DELAYS MAKA_OOM_TIMEOUT
 soak: build fixtures crictl
 	$(MAKE) --no-print-directory integration INTEGRATION_TAGS=soak TESTS="$(SOAK_TESTS)"
 
@@ -279,5 +307,5 @@ lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 
 clean:
-	rm -f maka maka.static
+	rm -f maka maka.dynamic maka.static $(AGENT_EMBED)/maka-agent.gz $(AGENT_EMBED)/maka-agent.sha256
 	rm -rf build

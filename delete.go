@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/urfave/cli/v2"
 )
 
@@ -35,6 +36,7 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
+		phase.Mark("store: lock")
 		defer op.End()
 		if op.Reaped != "" {
 			// Begin removed a dead owner's leftovers: that was the delete.
@@ -56,12 +58,14 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
+		phase.Mark("load and status")
 		if status != libmaka.Stopped && status != libmaka.Created && !force {
 			return fmt.Errorf("cannot delete container %s that is not stopped: %s (use --force)", id, status)
 		}
 		if err := op.Transition(libmaka.StageDeleting); err != nil {
 			return err
 		}
+		phase.Mark("store: deleting")
 		libmaka.CrashPoint("delete:record-published")
 		// The poststop hooks run once the cgroup and the state are gone;
 		// one that fails is a warning and delete succeeds (the spec's

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,8 +12,10 @@ import (
 	"strings"
 
 	units "github.com/docker/go-units"
+	"github.com/maka-runtime/maka/internal/agent"
 	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -148,9 +151,21 @@ func execProcess(c *cli.Context) (int, error) {
 	if err := specconv.CheckExec(libmaka.ThisHost(), ps, pol, ctr.Record.Boundary); err != nil {
 		return 1, err
 	}
+	// A sandbox whose init is maka's agent starts its commands through it:
+	// no process of maka's enters the sandbox and no namespace is joined.
+	// A command that needs libcontainer's own path (a terminal, another
+	// user, descriptors of the caller's) takes it, as in any sandbox.
+	cl, err := agentClient(c, ctr, ps, status)
+	if err != nil {
+		return 1, err
+	}
 	if c.IsSet("timeout") || c.IsSet("output-limit") {
 		op.End()
-		return execBounded(c, ctr, ps)
+		return execBounded(c, ctr, ps, cl)
+	}
+	if cl != nil {
+		op.End()
+		return execAgent(c, ctr, cl, ps, pidFile)
 	}
 	process, err := specconv.NewProcess(libmaka.ThisHost(), ps, false)
 	if err != nil {
@@ -358,7 +373,7 @@ func execSubCgroup(dir, sub string) (string, error) {
 // launch.ExecQueued's semantics, its output written once it is complete.
 // A deadline after dispatch kills every process of the sandbox (it stays,
 // stopped, for its owner's `maka delete`).
-func execBounded(c *cli.Context, ctr *libmaka.Container, ps *specs.Process) (int, error) {
+func execBounded(c *cli.Context, ctr *libmaka.Container, ps *specs.Process, cl *agent.Client) (int, error) {
 	for _, f := range []string{"tty", "detach", "console-socket", "pid-file", "preserve-fds", "cgroup"} {
 		if c.IsSet(f) {
 			return 1, fmt.Errorf("--%s: a bounded command (--timeout, --output-limit) captures its output and runs in a cgroup of its own: drop --%s", f, f)
@@ -399,13 +414,110 @@ func execBounded(c *cli.Context, ctr *libmaka.Container, ps *specs.Process) (int
 		case <-ctx.Done():
 		}
 	}()
-	res, err := launch.ExecQueued(ctx, ctr, ps, launch.Stdio{Stdin: os.Stdin}, limit, func() error {
-		return ctr.Kill(launch.KillTimeout)
-	})
+	kill := func() error { return ctr.Kill(launch.KillTimeout) }
+	var res *launch.Output
+	var err error
+	if cl != nil {
+		defer cl.Close()
+		res, err = launch.ExecQueuedAgent(ctx, ctr, cl, ps, launch.Stdio{Stdin: os.Stdin}, limit, kill)
+	} else {
+		res, err = launch.ExecQueued(ctx, ctr, ps, launch.Stdio{Stdin: os.Stdin}, limit, kill)
+	}
 	if err != nil {
 		return 1, err
 	}
 	os.Stdout.Write(res.Stdout)
 	os.Stderr.Write(res.Stderr)
 	return res.ExitCode, nil
+}
+
+// agentClient is a client of the sandbox's agent for ps, or nil when its
+// init is not the agent or ps needs libcontainer's path (launch.AgentCan,
+// and the flags only that path has). A sandbox whose init is the agent but
+// whose agent does not answer is an error: its command never runs some
+// other way.
+func agentClient(c *cli.Context, ctr *libmaka.Container, ps *specs.Process, status libmaka.Status) (*agent.Client, error) {
+	if status != libmaka.Running || c.IsSet("cgroup") || c.Int("preserve-fds") > 0 || c.String("console-socket") != "" ||
+		!launch.AgentCan(ps, ctr.Record.Process) {
+		return nil, nil
+	}
+	f, err := monitor.DialAgent(ctr.StateDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil // its init is not the agent
+	}
+	if err == nil {
+		var cl *agent.Client
+		if cl, err = agent.NewClient(f); err == nil {
+			return cl, nil
+		}
+	}
+	return nil, fmt.Errorf("exec in %s: its agent: %w", ctr.ID(), err)
+}
+
+// execAgent runs ps through the sandbox's agent as runc's exec runs a
+// process without a terminal: with maka's stdio, the signals maka gets
+// relayed to it, its exit status maka's; --detach returns once it runs.
+func execAgent(c *cli.Context, ctr *libmaka.Container, cl *agent.Client, ps *specs.Process, pidFile string) (int, error) {
+	defer cl.Close() // a detached command runs on: its end is reported to nobody
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs)
+	defer signal.Stop(sigs)
+	stdio := make([]*os.File, 3)
+	for i, f := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
+		// A closed descriptor of maka's is the command's /dev/null.
+		if _, err := unix.FcntlInt(f.Fd(), unix.F_GETFD, 0); err != nil {
+			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			if err != nil {
+				return 1, err
+			}
+			defer null.Close()
+			f = null
+		}
+		stdio[i] = f
+	}
+	p, err := launch.StartAgent(ctr, cl, ps, stdio[0], stdio[1], stdio[2])
+	if errors.Is(err, agent.ErrGone) && !errors.Is(err, agent.ErrTampered) {
+		// An attached connection the agent did not take reads as gone.
+		return 1, fmt.Errorf("%w (or it serves no further connection: at most %d maka exec at once)", err, agent.MaxClients-1)
+	}
+	if err != nil {
+		return 1, err
+	}
+	if pidFile != "" {
+		if err := libmaka.WritePidFile(pidFile, p.HostPid); err != nil {
+			p.Signal(unix.SIGKILL)
+			return 1, err
+		}
+	}
+	if c.Bool("detach") {
+		return 0, nil
+	}
+	type exit struct {
+		e   agent.Exit
+		err error
+	}
+	done := make(chan exit, 1)
+	go func() {
+		e, err := p.Wait()
+		done <- exit{e, err}
+	}()
+	for {
+		select {
+		case x := <-done:
+			if x.err != nil {
+				return 255, fmt.Errorf("exec in %s: %w", ctr.ID(), x.err)
+			}
+			return x.e.Code(), nil
+		case sig := <-sigs:
+			switch sig {
+			case unix.SIGURG, unix.SIGPIPE, unix.SIGCHLD, unix.SIGWINCH:
+				// The Go runtime's, maka's own, or a terminal's: not the
+				// command's (it has none).
+			default:
+				if s, ok := sig.(unix.Signal); ok {
+					p.Signal(s)
+				}
+			}
+		}
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/urfave/cli/v2"
 )
 
@@ -17,9 +18,12 @@ func lockContainer(c *cli.Context) (*libmaka.Op, *libmaka.Container, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	phase.Mark("store: lock")
 	ctr, err := rt.Load(op.ID)
+	phase.Mark("load")
 	if err == nil {
 		err = failClosed(c, rt, op.ID)
+		phase.Mark("fail-closed check")
 	}
 	if err != nil {
 		op.End()

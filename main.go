@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/maka-runtime/maka/internal/printable"
 	"github.com/maka-runtime/maka/libmaka"
@@ -168,7 +169,10 @@ func setupLogging(c *cli.Context) error {
 	case "text", "":
 		f = &logrus.TextFormatter{DisableColors: true}
 	case "json":
-		f, logJSON = &logrus.JSONFormatter{}, true
+		// Nanoseconds: a --debug log is read as a timeline of the start
+		// path (docs/dev/performance.md), and clients parse RFC 3339 with
+		// or without the fraction.
+		f, logJSON = &logrus.JSONFormatter{TimestampFormat: time.RFC3339Nano}, true
 	default:
 		return fmt.Errorf("--log-format: unknown format %q (want text or json)", c.String("log-format"))
 	}

@@ -31,6 +31,12 @@ a private network namespace with only loopback. With --egress HOST:PORT
 sandbox reaches those hosts through maka's proxy, and nothing else; the
 policy's egress must allow them (see docs/egress.md).
 
+With --tool it writes a tool sandbox: its process is the idle init
+(sandbox.IdleArgs, no terminal), which maka replaces with its resident
+agent; commands then run with "maka exec ID CMD", started by the agent
+inside the sandbox with no process of maka's entering it (see
+docs/api.md).
+
 EXAMPLE:
        # mkdir box && cd box && maka spec && mkdir rootfs
        # maka run box1`,
@@ -38,6 +44,7 @@ EXAMPLE:
 		&cli.StringFlag{Name: "bundle", Aliases: []string{"b"}, Usage: "path to the root of the bundle directory"},
 		&cli.BoolFlag{Name: "rootless", Usage: "generate a configuration for a rootless container"},
 		&cli.StringSliceFlag{Name: "egress", Usage: "a host:port the sandbox may reach through maka's proxy (repeatable; within the policy's egress)"},
+		&cli.BoolFlag{Name: "tool", Usage: "a tool sandbox: an idle init (maka's agent) to run commands in with maka exec"},
 	},
 	Action: func(c *cli.Context) error {
 		if err := checkArgs(c, 0, exactArgs); err != nil {
@@ -45,6 +52,9 @@ EXAMPLE:
 		}
 		spec := sandbox.DefaultSpec("rootfs", "sh")
 		spec.Process.Terminal = true // runc's: `maka run ID` gives a shell
+		if c.Bool("tool") {
+			spec = sandbox.DefaultSpec("rootfs", sandbox.IdleArgs...)
+		}
 		if c.Bool("rootless") {
 			rootlessSpec(spec)
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/urfave/cli/v2"
 )
 
@@ -30,6 +31,7 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
+		phase.Mark("status")
 		switch status {
 		case libmaka.Created:
 		case libmaka.Stopped:
@@ -40,15 +42,19 @@ EXAMPLE:
 		if err := op.Transition(libmaka.StageStarting); err != nil {
 			return err
 		}
+		phase.Mark("store: starting")
 		libmaka.CrashPoint("start:record-published")
 		if err := ctr.Exec(); err != nil {
 			return fmt.Errorf("start %s: %w", ctr.ID(), err)
 		}
+		phase.Mark("start")
 		libmaka.CrashPoint("start:after-exec")
 		if err := op.Commit(libmaka.StageRunning, false); err != nil {
 			return err
 		}
+		phase.Mark("store: commit")
 		op.End()
+		phase.Mark("unlock")
 		// A failing poststart hook stops the container (runc's start
 		// does the same); it stays, stopped, for delete.
 		return launch.Poststart(ctr)

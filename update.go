@@ -28,11 +28,12 @@ contract record), by create's own checker: update refuses exactly what
 config.json's linux.resources would be refused. 0 is "not set" (the value
 stays). A value above a ceiling, "unlimited" (-1) where the policy
 has a ceiling, and what maka's contract does not model (real-time CPU,
-hugepages, per-device block IO, Intel RDT, cgroup files by name other than
-memory.max, memory.swap.max, memory.low, memory.min, memory.high, pids.max,
-cpu.max, cpu.weight, cpuset.cpus and cpuset.mems) are refused with
-BOUNDARY_REJECTED, and nothing changes (hugepages, RDMA, per-device block
-IO and device rules are fixed at create). Cgroup files by name are checked as
+hugepages, Intel RDT, cgroup files by name other than memory.max,
+memory.swap.max, memory.low, memory.min, memory.high, pids.max, cpu.max,
+cpu.weight, cpuset.cpus, cpuset.mems and io.max) are refused with
+BOUNDARY_REJECTED, and nothing changes (hugepages, RDMA and device rules are
+fixed at create). Per-device block IO weights and throttles (and io.max by
+name) replace the device's entries, as runc's do. Cgroup files by name are checked as
 the fields they are; a CPU burst stays within the quota, and quota plus
 burst within the CPU ceiling. An accepted update republishes the whole
 contract (the record and maka.json). Without --memory-swap, the swap

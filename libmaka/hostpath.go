@@ -455,6 +455,9 @@ type Staged struct {
 	// UserNS: the user namespace is maka's own (BuildOverlayRoot), joined
 	// by its path: libcontainer reads its mappings from it.
 	UserNS bool
+	// Scaffold stands for b.Rootfs.Scaffold (BuildRoot): a staged clone
+	// of it, nosuid and nodev.
+	Scaffold string
 }
 
 // StageBoundary opens the root, every bind source and every namespace

@@ -187,7 +187,9 @@ func TestOpenHostPathNamespace(t *testing.T) {
 // here once it does.
 func TestHostPathCallers(t *testing.T) {
 	wantOpen := []string{"libmaka/hostpath.go:StageBoundary"}
-	wantMount := []string{"libmaka/hostpath.go:Stage", "libmaka/overlayroot.go:BuildOverlayRoot", "libmaka/overlayroot.go:makePrivate"} // open_tree, move_mount; the overlay of the staged root; its propagation
+	// open_tree, move_mount; the overlay of the staged root; its
+	// propagation; the scaffold (maka's own directory) staged nosuid,nodev.
+	wantMount := []string{"libmaka/hostpath.go:Stage", "libmaka/overlayroot.go:BuildOverlayRoot", "libmaka/overlayroot.go:makePrivate", "libmaka/rootfs.go:stageScaffold"}
 	var gotOpen, gotMount []string
 	root, err := filepath.Abs("..")
 	if err != nil {

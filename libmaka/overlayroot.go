@@ -241,7 +241,7 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 		return false, fmt.Errorf("root.path: %w", err)
 	}
 	defer unix.Close(rootfd)
-	lower, err := op.stagePoint(true)
+	lower, err := op.stagePoint()
 	if err != nil {
 		return false, err
 	}
@@ -258,7 +258,7 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	}
 
 	// The upper layer: a tmpfs of the sandbox's root's.
-	upper, err := op.stagePoint(true)
+	upper, err := op.stagePoint()
 	if err != nil {
 		return false, err
 	}
@@ -297,7 +297,7 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 			return false, fmt.Errorf("root overlay: %w", err)
 		}
 	}
-	root, err := op.stagePoint(true)
+	root, err := op.stagePoint()
 	if err != nil {
 		return false, err
 	}
@@ -351,22 +351,15 @@ func (op *Op) BuildOverlayRoot(b *Boundary, staged *Staged) (bool, error) {
 	return true, nil
 }
 
-// stagePoint makes a new entry of the op's stage directory (a directory,
-// or a file) to mount on.
-func (op *Op) stagePoint(dir bool) (string, error) {
+// stagePoint makes a new directory of the op's stage directory to mount
+// on.
+func (op *Op) stagePoint() (string, error) {
 	if op.staged == 0 {
 		return "", errors.New("stage: nothing staged yet")
 	}
 	op.staged++
 	dst := filepath.Join(stageDir(op.lock.store, op.ID), strconv.Itoa(op.staged))
-	if dir {
-		return dst, os.Mkdir(dst, 0o700)
-	}
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
-	if err == nil {
-		f.Close()
-	}
-	return dst, err
+	return dst, os.Mkdir(dst, 0o700)
 }
 
 // mkdirBeneath makes the directories of rel below dirfd (and rel itself as

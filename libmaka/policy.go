@@ -298,67 +298,37 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.Capabilities != nil {
-		p.Capabilities = *f.Capabilities
-	}
-	if f.BindPaths != nil {
-		p.BindPaths = *f.BindPaths
-	}
-	if f.NetworkModes != nil {
-		p.NetworkModes = *f.NetworkModes
-	}
-	if f.Devices != nil {
-		p.Devices = *f.Devices
-	}
-	if f.Sysctls != nil {
-		p.Sysctls = *f.Sysctls
-	}
-	if f.Hooks != nil {
-		p.Hooks = *f.Hooks
-	}
-	if f.HookPaths != nil {
-		p.HookPaths = *f.HookPaths
-	}
-	if f.WritableRootfs != nil {
-		p.WritableRootfs = *f.WritableRootfs
-	}
-	if f.CgroupParents != nil {
-		p.CgroupParents = *f.CgroupParents
-	}
+	setGiven(&p.Capabilities, f.Capabilities)
+	setGiven(&p.BindPaths, f.BindPaths)
+	setGiven(&p.NetworkModes, f.NetworkModes)
+	setGiven(&p.Devices, f.Devices)
+	setGiven(&p.Sysctls, f.Sysctls)
+	setGiven(&p.Hooks, f.Hooks)
+	setGiven(&p.HookPaths, f.HookPaths)
+	setGiven(&p.WritableRootfs, f.WritableRootfs)
+	setGiven(&p.CgroupParents, f.CgroupParents)
 	if f.OOMScoreAdjMin != nil {
 		p.OOMScoreAdjMin = f.OOMScoreAdjMin
 	}
-	if f.UserNamespace != nil {
-		p.UserNamespace = *f.UserNamespace
-	}
+	setGiven(&p.UserNamespace, f.UserNamespace)
 	f.IDPool.mergeInto(&p.IDPool)
-	if f.DelegatedIDs != nil {
-		p.DelegatedIDs = *f.DelegatedIDs
-	}
+	setGiven(&p.DelegatedIDs, f.DelegatedIDs)
 	// Limit objects merge field by field: a key the file leaves out keeps
 	// the profile's value (replacing the object would turn each missing
 	// ceiling into 0, i.e. none).
 	f.DefaultLimits.mergeInto(&p.DefaultLimits)
 	f.MaxLimits.mergeInto(&p.MaxLimits)
-	if f.OnViolation != nil {
-		p.OnViolation = *f.OnViolation
-	}
-	if f.Audit != nil {
-		p.Audit = *f.Audit
-	}
+	setGiven(&p.OnViolation, f.OnViolation)
+	setGiven(&p.Audit, f.Audit)
 	if f.MaxCommandTimeout != nil {
 		p.MaxCommandTimeout = *f.MaxCommandTimeout
 		if p.MaxCommandTimeout < 1 || p.MaxCommandTimeout > maxCommandTimeoutCeiling {
 			return nil, fmt.Errorf("maxCommandTimeout: %d is not a timeout (seconds, 1 to %d)", p.MaxCommandTimeout, maxCommandTimeoutCeiling)
 		}
 	}
-	if f.Egress != nil {
-		p.Egress = *f.Egress
-	}
+	setGiven(&p.Egress, f.Egress)
 	f.EgressLimits.mergeInto(&p.EgressLimits)
-	if f.OnEgressRefusal != nil {
-		p.OnEgressRefusal = *f.OnEgressRefusal
-	}
+	setGiven(&p.OnEgressRefusal, f.OnEgressRefusal)
 	if err := p.validate(); err != nil {
 		return nil, err
 	}

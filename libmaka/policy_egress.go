@@ -22,15 +22,9 @@ func (f *egressFile) mergeInto(l *EgressLimits) {
 	if f == nil {
 		return
 	}
-	if f.Connections != nil {
-		l.Connections = *f.Connections
-	}
-	if f.IdleTimeout != nil {
-		l.IdleTimeout = *f.IdleTimeout
-	}
-	if f.Bytes != nil {
-		l.Bytes = *f.Bytes
-	}
+	setGiven(&l.Connections, f.Connections)
+	setGiven(&l.IdleTimeout, f.IdleTimeout)
+	setGiven(&l.Bytes, f.Bytes)
 }
 
 // The largest egress limits a policy may set: a connection bound the

@@ -30,17 +30,12 @@ func (f *limitsFile) mergeInto(l *Limits) {
 	if f == nil {
 		return
 	}
-	for _, v := range []struct {
-		src *int64
-		dst *int64
-	}{{f.Memory, &l.Memory}, {f.Swap, &l.Swap}, {f.Pids, &l.Pids}, {f.TmpfsSize, &l.TmpfsSize}, {f.Timeout, &l.Timeout}} {
-		if v.src != nil {
-			*v.dst = *v.src
-		}
-	}
-	if f.Cpus != nil {
-		l.Cpus = *f.Cpus
-	}
+	setGiven(&l.Memory, f.Memory)
+	setGiven(&l.Swap, f.Swap)
+	setGiven(&l.Pids, f.Pids)
+	setGiven(&l.Cpus, f.Cpus)
+	setGiven(&l.TmpfsSize, f.TmpfsSize)
+	setGiven(&l.Timeout, f.Timeout)
 }
 
 // idPoolFile is an idPool object as a policy file writes it.
@@ -54,10 +49,16 @@ func (f *idPoolFile) mergeInto(p *IDPool) {
 	if f == nil {
 		return
 	}
-	for _, v := range []struct{ src, dst *uint32 }{{f.Start, &p.Start}, {f.Size, &p.Size}, {f.Count, &p.Count}} {
-		if v.src != nil {
-			*v.dst = *v.src
-		}
+	setGiven(&p.Start, f.Start)
+	setGiven(&p.Size, f.Size)
+	setGiven(&p.Count, f.Count)
+}
+
+// setGiven sets *dst to the file's value where the file gives the key
+// (src not nil): a key left out keeps the profile's value.
+func setGiven[T any](dst, src *T) {
+	if src != nil {
+		*dst = *src
 	}
 }
 

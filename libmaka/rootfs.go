@@ -213,11 +213,18 @@ func rootsDir(s *Store) string {
 // The scaffold is the op's: End removes it unless the create commits,
 // Lock.Drop once the record goes, recover when no record names it.
 //
-// from is where the root is read and bound from: the root's staged clone
-// (Op.StageBoundary: a private copy of the checked descriptor under maka's
-// own directory), never r.Path by name again; r.Path when nothing was
-// staged (rootless: the user's own files).
-func (op *Op) BuildRoot(b *Boundary, from string) error {
+// The root is read and bound from the root's staged clone (st.Root:
+// Op.StageBoundary's private copy of the checked descriptor under maka's
+// own directory), never r.Path by name again; from r.Path when nothing
+// was staged (st nil, rootless: the user's own files). Staged, the
+// scaffold is handed to libcontainer as a staged clone of it that is
+// nosuid and nodev (st.Scaffold), as the overlay root is and as runc keeps
+// the root's own mount flags (runc's mounts.bats); rootless, by name.
+func (op *Op) BuildRoot(b *Boundary, st *Staged) error {
+	from := ""
+	if st != nil {
+		from = st.Root
+	}
 	r := &b.Rootfs
 	if !r.Scaffolded() || r.Overlay {
 		return nil
@@ -302,7 +309,40 @@ func (op *Op) BuildRoot(b *Boundary, from string) error {
 		r.Binds = append(r.Binds, specs.Mount{Destination: "/" + e, Type: "bind", Source: src, Options: opts})
 	}
 	r.Scaffold = dir
+	if st != nil {
+		if st.Scaffold, err = op.stageScaffold(dir); err != nil {
+			return fmt.Errorf("root scaffold for %s: %w", r.Path, err)
+		}
+	}
 	return nil
+}
+
+// stageScaffold stages a clone of the scaffold dir, nosuid and nodev (it
+// holds only directories, links and empty mount points: the flags change
+// nothing inside, they are what the sandbox's mountinfo shows for /).
+func (op *Op) stageScaffold(dir string) (string, error) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return "", fmt.Errorf("open_tree: %w", err)
+	}
+	defer unix.Close(tree)
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		return "", fmt.Errorf("mount_setattr: %w", err)
+	}
+	dst, err := op.stagePoint()
+	if err != nil {
+		return "", err
+	}
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return "", fmt.Errorf("move_mount: %w", err)
+	}
+	return dst, nil
 }
 
 // coveredDirs are the destinations a mount covers whole and the masked

@@ -72,7 +72,7 @@ func TestBuildRoot(t *testing.T) {
 		Rootfs: Rootfs{Path: root, Readonly: true, Missing: []string{"etc/hostname", "run"}, MissingFiles: []string{"run/.containerenv"}},
 		Mounts: []specs.Mount{{Destination: "/proc", Type: "proc"}, {Destination: "/run", Type: "tmpfs"}, {Destination: "/maka/work", Type: "tmpfs"}},
 	}
-	if err := op.BuildRoot(b, ""); err != nil {
+	if err := op.BuildRoot(b, nil); err != nil {
 		t.Fatal(err)
 	}
 	dir := b.Rootfs.Scaffold
@@ -135,7 +135,7 @@ func TestRootScaffoldLifetime(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := &Boundary{Rootfs: Rootfs{Path: root, Readonly: true, Missing: []string{"run"}}}
-		if err := op.BuildRoot(b, ""); err != nil {
+		if err := op.BuildRoot(b, nil); err != nil {
 			t.Fatal(err)
 		}
 		if publish {
@@ -188,7 +188,7 @@ func TestBuildRootIDMapped(t *testing.T) {
 	defer op.End()
 	m := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1 << 20, Size: 65536}}
 	b := &Boundary{Rootfs: Rootfs{Path: root, Readonly: true, IDMapped: true}, UIDMappings: m, GIDMappings: m, Users: Users{Namespace: true}}
-	if err := op.BuildRoot(b, ""); err != nil {
+	if err := op.BuildRoot(b, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, bind := range b.Rootfs.Binds {
@@ -306,7 +306,7 @@ func buildScaffold(t *testing.T, rt *Runtime, b *Boundary) []string {
 		t.Fatal(err)
 	}
 	t.Cleanup(op.End)
-	if err := op.BuildRoot(b, ""); err != nil {
+	if err := op.BuildRoot(b, nil); err != nil {
 		t.Fatal(err)
 	}
 	var binds []string

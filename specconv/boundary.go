@@ -935,7 +935,7 @@ type limitFields struct{ memory, swap, pids, quota, period, reservation, burst s
 // cpuset.mems as cpu.cpus and cpu.mems) and checked like it. memory.high
 // (throttles below the memory limit), memory.min (protects at most the
 // memory limit) and cpu.weight (a share, 1 to 10000) are kept as they are.
-var unifiedKeys = []string{"cpu.max", "cpu.weight", "cpuset.cpus", "cpuset.mems", "memory.high", "memory.low", "memory.max", "memory.min", "memory.swap.max", "pids.max"}
+var unifiedKeys = []string{"cpu.max", "cpu.weight", "cpuset.cpus", "cpuset.mems", "io.max", "memory.high", "memory.low", "memory.max", "memory.min", "memory.swap.max", "pids.max"}
 
 // UnifiedKeys are the cgroup files linux.resources.unified (and update's
 // --resources) may name.
@@ -1041,6 +1041,8 @@ func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
 				}
 				r.CPU.Period, f.period = &period, field
 			}
+		case "io.max":
+			c.foldIOMax(r, field, v)
 		default:
 			c.reject(field, "", "maka does not apply this cgroup file: only %s may be set here, and they are checked as limits", strings.Join(unifiedKeys, ", "))
 		}
@@ -1065,6 +1067,55 @@ func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
 	r.Unified = nil
 	if len(keep) > 0 {
 		r.Unified = keep
+	}
+}
+
+// foldIOMax reads io.max by name ("MAJ:MIN rbps=N wiops=max ...", a line
+// per device) into blockIO's throttles, as create and update hold them:
+// a throttle only narrows. max lifts one (the kernel's largest rate).
+func (c *checker) foldIOMax(r *specs.LinuxResources, field, v string) {
+	if r.BlockIO == nil {
+		r.BlockIO = &specs.LinuxBlockIO{}
+	}
+	b := r.BlockIO
+	lists := map[string]*[]specs.LinuxThrottleDevice{
+		"rbps": &b.ThrottleReadBpsDevice, "wbps": &b.ThrottleWriteBpsDevice,
+		"riops": &b.ThrottleReadIOPSDevice, "wiops": &b.ThrottleWriteIOPSDevice,
+	}
+	for _, line := range strings.Split(v, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		var major, minor int64
+		if n, err := fmt.Sscanf(f[0], "%d:%d", &major, &minor); err != nil || n != 2 || major < 0 || minor < 0 ||
+			fmt.Sprintf("%d:%d", major, minor) != f[0] {
+			c.reject(field, "", "%q is not a device (MAJOR:MINOR)", f[0])
+			continue
+		}
+		if len(f) == 1 {
+			c.reject(field, "", "%q sets no limit (rbps, wbps, riops, wiops)", line)
+		}
+		for _, kv := range f[1:] {
+			k, val, _ := strings.Cut(kv, "=")
+			list, ok := lists[k]
+			if !ok {
+				c.reject(field, "", "%q is not a limit of io.max (rbps, wbps, riops, wiops)", kv)
+				continue
+			}
+			rate := uint64(math.MaxUint64)
+			if val != "max" {
+				n, err := strconv.ParseUint(val, 10, 64)
+				if err != nil || n == 0 {
+					c.reject(field, "", "%q is not a rate (a positive number or max)", kv)
+					continue
+				}
+				rate = n
+			}
+			d := specs.LinuxThrottleDevice{Rate: rate}
+			d.Major, d.Minor = major, minor
+			*list = upsertDevice(*list, d, func(e specs.LinuxThrottleDevice) (int64, int64) { return e.Major, e.Minor })
+		}
 	}
 }
 

@@ -296,6 +296,20 @@ func (c *checker) checkCgroupValues() {
 				c.reject(fmt.Sprintf("linux.resources.blockIO.weightDevice[%d].weight", i), "", "%d is not between 10 and 1000", *w.Weight)
 			}
 		}
+		// The kernel refuses a rate of 0 (ERANGE): refused here, named.
+		for _, l := range []struct {
+			name string
+			list []specs.LinuxThrottleDevice
+		}{
+			{"throttleReadBpsDevice", b.ThrottleReadBpsDevice}, {"throttleWriteBpsDevice", b.ThrottleWriteBpsDevice},
+			{"throttleReadIOPSDevice", b.ThrottleReadIOPSDevice}, {"throttleWriteIOPSDevice", b.ThrottleWriteIOPSDevice},
+		} {
+			for i, d := range l.list {
+				if d.Rate == 0 {
+					c.reject(fmt.Sprintf("linux.resources.blockIO.%s[%d].rate", l.name, i), "", "0 is not a rate")
+				}
+			}
+		}
 	}
 }
 

@@ -282,6 +282,9 @@ func ToLibcontainer(host libmaka.Host, b *libmaka.Boundary, opts Options) (*Conv
 	if err != nil {
 		return nil, fmt.Errorf("invalid config.json: %w", err)
 	}
+	if cfg.Seccomp != nil {
+		cfg.Seccomp.Architectures = kernelArchs(cfg.Seccomp.Architectures)
+	}
 	out := &Converted{Config: cfg}
 	if h := spec.Hooks; h != nil {
 		// libcontainer v1.5.3 runs poststart hooks at create (the spec
@@ -331,6 +334,9 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged, stack uint64) (*specs.S
 	}
 	if b.Rootfs.Scaffold != "" {
 		root = b.Rootfs.Scaffold
+		if staged != nil && staged.Scaffold != "" {
+			root = staged.Scaffold
+		}
 		mounts = append(slices.Clone(b.Rootfs.Binds), mounts...)
 	}
 	spec := &specs.Spec{

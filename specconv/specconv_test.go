@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -313,7 +314,10 @@ func TestUnifiedByNameRefusals(t *testing.T) {
 		`{"memory.low": "2147483648"}`:                       `linux.resources.unified["memory.low"]: 2147483648 must be between 0 and the memory limit`,
 		`{"cpu.weight": "10001"}`:                            `linux.resources.unified["cpu.weight"]: "10001" is not a weight between 1 and 10000`,
 		`{"cpu.weight": "-1"}`:                               `"-1" is not a weight`,
-		`{"io.max": "8:0 rbps=1"}`:                           `linux.resources.unified["io.max"]: maka does not apply this cgroup file`,
+		`{"io.max": "8:0 rbps=0"}`:                           `linux.resources.unified["io.max"]: "rbps=0" is not a rate`,
+		`{"io.max": "8:0 rbps=1 iops=2"}`:                    `linux.resources.unified["io.max"]: "iops=2" is not a limit of io.max`,
+		`{"io.max": "8 rbps=1"}`:                             `linux.resources.unified["io.max"]: "8" is not a device`,
+		`{"io.latency": "8:0 target=10"}`:                    `linux.resources.unified["io.latency"]: maka does not apply this cgroup file`,
 		`{"cpu.max": "100000 100000", "cpu.max.burst": "1"}`: `linux.resources.unified["cpu.max.burst"]: maka does not apply`,
 	} {
 		s := sandboxSpec(t)
@@ -471,5 +475,75 @@ func TestInitRlimitsDeferred(t *testing.T) {
 	got := InitRlimits(p)
 	if len(got) != 2 || got[0] != (configs.Rlimit{Type: unix.RLIMIT_AS, Hard: 2 << 30, Soft: 1 << 30}) || got[1].Type != unix.RLIMIT_DATA {
 		t.Errorf("InitRlimits = %+v", got)
+	}
+}
+
+// The filter libcontainer compiles holds only the architectures the
+// running kernel can present (kernelArchs); the contract keeps the
+// profile's list, and no architecture is ever added.
+func TestToLibcontainerSeccompArchs(t *testing.T) {
+	native, ok := kernelSeccompArchs[runtime.GOARCH]
+	if !ok {
+		t.Skipf("no kernel architectures known for %s", runtime.GOARCH)
+	}
+	for _, tc := range []struct {
+		name  string
+		archs []specs.Arch // config.json's; nil: maka's own profile
+		want  []string
+	}{
+		{"maka's profile", nil, native},
+		{"a profile without the 32-bit ABI", []specs.Arch{specs.ArchX86_64, specs.ArchAARCH64}, []string{native[0]}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := exampleSpec(t)
+			s.Root.Path = t.TempDir()
+			p := policy(t, "baseline")
+			if tc.archs != nil {
+				s.Linux.Seccomp = DefaultSeccomp(false)
+				s.Linux.Seccomp.Architectures = tc.archs
+				if runtime.GOARCH == "arm64" {
+					s.Linux.Seccomp.Architectures = []specs.Arch{specs.ArchAARCH64, specs.ArchX86_64}
+				}
+			}
+			b, err := ToBoundary(testHost, s, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Seccomp == nil {
+				t.Fatal("no seccomp profile in the boundary")
+			}
+			contract := slices.Clone(b.Seccomp.Architectures)
+			convertable(t, b, "c1")
+			out, err := ToLibcontainer(testHost, testLease(b), Options{ID: "c1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := out.Config.Seccomp.Architectures; !slices.Equal(got, tc.want) {
+				t.Errorf("libcontainer's architectures = %q, want %q", got, tc.want)
+			}
+			if !slices.Equal(b.Seccomp.Architectures, contract) {
+				t.Errorf("the contract's architectures changed: %q, was %q", b.Seccomp.Architectures, contract)
+			}
+		})
+	}
+}
+
+func TestKernelArchsNeverAdds(t *testing.T) {
+	native := kernelSeccompArchs[runtime.GOARCH]
+	if native == nil {
+		t.Skip()
+	}
+	for _, in := range [][]string{nil, {}, {"arm"}, {native[0]}, {"mips", native[len(native)-1], "riscv64", native[0]}} {
+		got := kernelArchs(in)
+		for _, a := range got {
+			if !slices.Contains(in, a) || !slices.Contains(native, a) {
+				t.Errorf("kernelArchs(%q) = %q: %s was not asked for, or is not the kernel's", in, got, a)
+			}
+		}
+		for _, a := range in {
+			if slices.Contains(native, a) && !slices.Contains(got, a) {
+				t.Errorf("kernelArchs(%q) = %q dropped the kernel's %s", in, got, a)
+			}
+		}
 	}
 }

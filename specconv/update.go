@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,8 +20,9 @@ import (
 // lists, weights) and refuseUnmodelled, and are named as the caller gave
 // them. What update leaves out, or gives as 0 (unset, as create and runc
 // read it), stays what the cgroup holds. Values create fixes for the
-// sandbox's life (device rules, hugepage and RDMA limits, per-device block
-// IO) are refused: update cannot change them.
+// sandbox's life (device rules, hugepage and RDMA limits) are refused:
+// update cannot change them. Per-device block IO entries are upserted by
+// device, as runc does.
 
 // Enforced is what a container's cgroup holds for the limits the contract
 // models, in the contract's terms.
@@ -120,10 +122,16 @@ func fixedAtCreate(r *specs.LinuxResources, reject func(key, format string, args
 	if len(r.Rdma) > 0 {
 		reject("rdma", "fixed at create: update cannot change it")
 	}
+	// Per-device weights and throttles may change, as runc's update
+	// changes them: like the weight they only share or narrow (create
+	// holds them to the same checks); the leaf weights are cgroup v1's.
 	if b := r.BlockIO; b != nil {
-		if b.LeafWeight != nil || len(b.WeightDevice) > 0 || len(b.ThrottleReadBpsDevice) > 0 || len(b.ThrottleWriteBpsDevice) > 0 ||
-			len(b.ThrottleReadIOPSDevice) > 0 || len(b.ThrottleWriteIOPSDevice) > 0 {
-			reject("blockIO", "only blockIO.weight may change: per-device rules and throttles are fixed at create")
+		leaf := b.LeafWeight != nil
+		for _, w := range b.WeightDevice {
+			leaf = leaf || w.LeafWeight != nil
+		}
+		if leaf {
+			reject("blockIO", "leaf weights are cgroup v1's: update cannot set them")
 		}
 	}
 }
@@ -305,13 +313,47 @@ func ContractAfterUpdate(b *libmaka.Boundary, next Enforced, r *specs.LinuxResou
 			cg.CPUIdle = c.Idle
 		}
 	}
-	if w := r.BlockIO; w != nil && w.Weight != nil && *w.Weight != 0 {
+	if w := r.BlockIO; w != nil {
 		if cg.BlockIO == nil {
 			cg.BlockIO = &specs.LinuxBlockIO{}
 		}
-		cg.BlockIO.Weight = w.Weight
+		io := cg.BlockIO
+		if w.Weight != nil && *w.Weight != 0 {
+			io.Weight = w.Weight
+		}
+		// By device, as MergeResources writes them to the cgroup.
+		for _, d := range w.WeightDevice {
+			io.WeightDevice = upsertDevice(io.WeightDevice, d, func(e specs.LinuxWeightDevice) (int64, int64) { return e.Major, e.Minor })
+		}
+		for _, l := range []struct {
+			cur *[]specs.LinuxThrottleDevice
+			upd []specs.LinuxThrottleDevice
+		}{
+			{&io.ThrottleReadBpsDevice, w.ThrottleReadBpsDevice}, {&io.ThrottleWriteBpsDevice, w.ThrottleWriteBpsDevice},
+			{&io.ThrottleReadIOPSDevice, w.ThrottleReadIOPSDevice}, {&io.ThrottleWriteIOPSDevice, w.ThrottleWriteIOPSDevice},
+		} {
+			for _, d := range l.upd {
+				*l.cur = upsertDevice(*l.cur, d, func(e specs.LinuxThrottleDevice) (int64, int64) { return e.Major, e.Minor })
+			}
+		}
+		if reflect.ValueOf(*io).IsZero() {
+			cg.BlockIO = nil
+		}
 	}
 	return nb, nil
+}
+
+// upsertDevice replaces list's last entry for d's device with d (of
+// duplicates the kernel keeps the last written), or appends d.
+func upsertDevice[T any](list []T, d T, dev func(T) (int64, int64)) []T {
+	ma, mi := dev(d)
+	for i, e := range slices.Backward(list) {
+		if a, b := dev(e); a == ma && b == mi {
+			list[i] = d
+			return list
+		}
+	}
+	return append(list, d)
 }
 
 // UpdatePolicy is the policy the container was created under, as its

@@ -1,6 +1,7 @@
 package specconv
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/opencontainers/cgroups"
@@ -103,8 +104,10 @@ func MergeResources(cur, upd *cgroups.Resources) {
 	}
 }
 
+// The upserts change a device's last entry: of duplicates the kernel keeps
+// the last written (runc's upsert does the same).
 func upsertWeightDevice(list []*cgroups.WeightDevice, wd *cgroups.WeightDevice) []*cgroups.WeightDevice {
-	for i, d := range list {
+	for i, d := range slices.Backward(list) {
 		if d.Major == wd.Major && d.Minor == wd.Minor {
 			list[i] = wd
 			return list
@@ -114,7 +117,7 @@ func upsertWeightDevice(list []*cgroups.WeightDevice, wd *cgroups.WeightDevice) 
 }
 
 func upsertThrottleDevice(list []*cgroups.ThrottleDevice, td *cgroups.ThrottleDevice) []*cgroups.ThrottleDevice {
-	for i, d := range list {
+	for i, d := range slices.Backward(list) {
 		if d.Major == td.Major && d.Minor == td.Minor {
 			list[i] = td
 			return list

@@ -66,3 +66,16 @@ func TestMergeResourcesOnlyChangesWhatIsSet(t *testing.T) {
 		t.Errorf("update not applied: pids %d cpus %q", *cur.PidsLimit, cur.CpusetCpus)
 	}
 }
+
+// Duplicates of one device (config.json may list one twice; the kernel
+// keeps the last written): the update changes the last, as runc's upsert
+// does (runc's update.bats "update per-device iops/bps values").
+func TestMergeResourcesUpdatesTheLastDuplicate(t *testing.T) {
+	cur := &cgroups.Resources{BlkioThrottleReadBpsDevice: []*cgroups.ThrottleDevice{
+		cgroups.NewThrottleDevice(254, 0, 485760), cgroups.NewThrottleDevice(254, 0, 485760),
+	}}
+	MergeResources(cur, &cgroups.Resources{BlkioThrottleReadBpsDevice: []*cgroups.ThrottleDevice{cgroups.NewThrottleDevice(254, 0, 10485760)}})
+	if l := cur.BlkioThrottleReadBpsDevice; len(l) != 2 || l[1].Rate != 10485760 {
+		t.Errorf("after the update: %v %v", l[0], l[1])
+	}
+}

@@ -89,12 +89,11 @@ func limitSpec(t *testing.T, r *specs.LinuxResources) *specs.Spec {
 func TestUpdateRefusesWhatIsFixedAtCreate(t *testing.T) {
 	p := mustPolicy(t, `{"profile": "baseline"}`)
 	for doc, want := range map[string]string{
-		`{"devices": [{"allow": false, "access": "rwm"}]}`:                                 "--resources devices: device rules never change after create",
-		`{"hugepageLimits": [{"pageSize": "2MB", "limit": 1}]}`:                            "--resources hugepageLimits: fixed at create",
-		`{"rdma": {"mlx5_0": {"hcaHandles": 1}}}`:                                          "--resources rdma: fixed at create",
-		`{"blockIO": {"weightDevice": [{"major": 8, "minor": 0, "weight": 500}]}}`:         "--resources blockIO: only blockIO.weight may change",
-		`{"blockIO": {"throttleWriteIOPSDevice": [{"major": 8, "minor": 0, "rate": 10}]}}`: "--resources blockIO: only blockIO.weight may change",
-		`{"network": {"classID": 1}}`:                                                      "--resources network: maka does not apply this field",
+		`{"devices": [{"allow": false, "access": "rwm"}]}`:      "--resources devices: device rules never change after create",
+		`{"hugepageLimits": [{"pageSize": "2MB", "limit": 1}]}`: "--resources hugepageLimits: fixed at create",
+		`{"rdma": {"mlx5_0": {"hcaHandles": 1}}}`:               "--resources rdma: fixed at create",
+		`{"blockIO": {"leafWeight": 500}}`:                      "--resources blockIO: leaf weights are cgroup v1's",
+		`{"network": {"classID": 1}}`:                           "--resources network: maka does not apply this field",
 	} {
 		_, _, items := CheckUpdate(p, EnforcedOf(u1Resources()), resourcesDoc(t, doc), fromResources)
 		if len(items) == 0 || !strings.Contains(items[0].String(), want) {

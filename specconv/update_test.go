@@ -65,7 +65,8 @@ func TestCheckUpdateRefuses(t *testing.T) {
 			`{"unified": {"memory.max": "max"}}`:                                            `unified["memory.max"]: unlimited memory is not allowed by profile`,
 			`{"unified": {"pids.max": "100000"}}`:                                           `unified["pids.max"]: 100000 pids exceed the largest allowed`,
 			`{"unified": {"cpu.max": "max"}}`:                                               `unified["cpu.max"]: an unlimited CPU quota is not allowed`,
-			`{"unified": {"io.max": "8:0 rbps=1"}}`:                                         `unified["io.max"]: maka does not apply this cgroup file`,
+			`{"unified": {"io.max": "8:0 rbps=0"}}`:                                         `unified["io.max"]: "rbps=0" is not a rate`,
+			`{"unified": {"io.latency": "8:0 target=10"}}`:                                  `unified["io.latency"]: maka does not apply this cgroup file`,
 			`{"unified": {"memory.min": "1073741824"}}`:                                     `unified["memory.min"]: 1073741824 is above the memory limit`,
 			`{"unified": {"memory.min": "max"}}`:                                            `unified["memory.min"]: max would protect more than the memory limit`,
 			`{"unified": {"memory.low": "1073741824"}}`:                                     `unified["memory.low"]: 1073741824 must be between 0 and the memory limit`,
@@ -73,7 +74,7 @@ func TestCheckUpdateRefuses(t *testing.T) {
 			`{"unified": {"cpu.weight": "0"}}`:                                              `unified["cpu.weight"]: "0" is not a weight between 1 and 10000`,
 			`{"unified": {"pids.max": "ten"}}`:                                              `unified["pids.max"]: "ten" is not a number or max`,
 			`{"hugepageLimits": [{"pageSize": "2MB", "limit": 1}]}`:                         "hugepageLimits: fixed at create: update cannot change it",
-			`{"blockIO": {"throttleReadBpsDevice": [{"major": 8, "minor": 0, "rate": 1}]}}`: "blockIO: only blockIO.weight may change",
+			`{"blockIO": {"throttleReadBpsDevice": [{"major": 8, "minor": 0, "rate": 0}]}}`: "blockIO.throttleReadBpsDevice[0].rate: 0 is not a rate",
 			`{"devices": [{"allow": true, "access": "rwm"}]}`:                               "devices: device rules never change",
 		} {
 			_, _, items := CheckUpdate(p, EnforcedOf(u1Resources()), resourcesDoc(t, doc), fromResources)
@@ -301,4 +302,48 @@ func TestResourcesFileRefusesInvalidUTF8(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--resources r.json: malformed JSON: a byte that is not UTF-8 (at byte 19)") {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// Per-device weights and throttles change by update as runc changes them:
+// upserted by device in the contract (duplicates of one device are one
+// entry), io.max by name read into the throttles.
+func TestCheckUpdatePerDeviceBlockIO(t *testing.T) {
+	p := mustPolicy(t, `{"profile": "baseline"}`)
+	b := &libmaka.Boundary{Profile: "baseline", Rootfs: libmaka.Rootfs{Path: "/r", Readonly: true},
+		Cgroup: libmaka.Cgroup{Path: "/maka/x", CPUPeriod: 100000, BlockIO: &specs.LinuxBlockIO{
+			ThrottleReadBpsDevice: []specs.LinuxThrottleDevice{throttle(254, 0, 485760)}}},
+		Process: libmaka.Process{Args: []string{"sh"}, Cwd: "/"}}
+	doc := `{"blockIO": {"weightDevice": [{"major": 254, "minor": 0, "weight": 222}],
+		"throttleReadBpsDevice": [{"major": 254, "minor": 0, "rate": 10485760}],
+		"throttleWriteIOPSDevice": [{"major": 254, "minor": 0, "rate": 900}]},
+		"unified": {"io.max": "7:1 riops=333 wiops=max\n7:2 rbps=5"}}`
+	next, checked, items := CheckUpdate(p, EnforcedOf(u1Resources()), resourcesDoc(t, doc), fromResources)
+	if len(items) > 0 {
+		t.Fatalf("refused: %v", items)
+	}
+	if len(checked.Unified) != 0 {
+		t.Errorf("io.max left by name: %v", checked.Unified)
+	}
+	nb, err := ContractAfterUpdate(b, next, checked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io := nb.Cgroup.BlockIO
+	got, _ := json.Marshal(io)
+	want := `{"weightDevice":[{"major":254,"minor":0,"weight":222}],` +
+		`"throttleReadBpsDevice":[{"major":254,"minor":0,"rate":10485760},{"major":7,"minor":2,"rate":5}],` +
+		`"throttleReadIOPSDevice":[{"major":7,"minor":1,"rate":333}],` +
+		`"throttleWriteIOPSDevice":[{"major":254,"minor":0,"rate":900},{"major":7,"minor":1,"rate":18446744073709551615}]}`
+	if string(got) != want {
+		t.Errorf("blockIO after update\n got %s\nwant %s", got, want)
+	}
+	if len(b.Cgroup.BlockIO.ThrottleReadBpsDevice) != 1 || b.Cgroup.BlockIO.ThrottleReadBpsDevice[0].Rate != 485760 {
+		t.Error("the old boundary was changed in place")
+	}
+}
+
+func throttle(major, minor int64, rate uint64) specs.LinuxThrottleDevice {
+	d := specs.LinuxThrottleDevice{Rate: rate}
+	d.Major, d.Minor = major, minor
+	return d
 }

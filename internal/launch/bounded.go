@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/maka-runtime/maka/internal/agent"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -32,6 +33,26 @@ type Output struct {
 	Stdout   []byte
 	Stderr   []byte
 	Duration time.Duration
+	// Usage is the command's own process's (with what it waited for).
+	Usage Usage
+}
+
+// Usage is a command's resource use, from wait4.
+type Usage struct {
+	User, System time.Duration
+	MaxRSSKiB    int64
+}
+
+// usageOf is st's Usage.
+func usageOf(st *os.ProcessState) Usage {
+	if st == nil {
+		return Usage{}
+	}
+	ru, ok := st.SysUsage().(*syscall.Rusage)
+	if !ok || ru == nil {
+		return Usage{}
+	}
+	return Usage{User: time.Duration(ru.Utime.Nano()), System: time.Duration(ru.Stime.Nano()), MaxRSSKiB: ru.Maxrss}
 }
 
 // The errors of a bounded command (libmaka/sandbox re-exports them).
@@ -88,6 +109,31 @@ type Stdio struct {
 // deadline after dispatch destroys the sandbox (ErrSandboxDestroyed).
 // Sandbox.Exec and `maka exec --timeout/--output-limit` run commands so.
 func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, stdio Stdio, limit int64, destroy func() error) (*Output, error) {
+	return runBounded(ctx, ctr, stdio, limit, destroy, func(sub, _ string, in, out, errw *os.File) (func() (int, Usage, error), error) {
+		p, err := specconv.NewProcess(libmaka.ThisHost(), ps, false)
+		if err != nil {
+			return nil, err
+		}
+		p.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
+		p.SubCgroupPaths = map[string]string{"": sub}
+		p.Stdin, p.Stdout, p.Stderr = in, out, errw
+		if err := ctr.Run(p); err != nil {
+			return nil, fmt.Errorf("sandbox %s: exec: %w", ctr.ID(), err)
+		}
+		return func() (int, Usage, error) {
+			st, _ := p.Wait()
+			return exitCode(st), usageOf(st), nil
+		}, nil
+	})
+}
+
+// starter starts a bounded command with its stdio in its child cgroup sub
+// (subDir on the host) and returns how to wait for its exit code and use.
+type starter func(sub, subDir string, in, out, errw *os.File) (wait func() (int, Usage, error), err error)
+
+// runBounded is RunBounded with the command started by start (libcontainer's
+// exec path, or a sandbox's resident agent: RunAgent).
+func runBounded(ctx context.Context, ctr *libmaka.Container, stdio Stdio, limit int64, destroy func() error, start starter) (*Output, error) {
 	id := ctr.ID()
 	cgroup := ctr.CgroupPath()
 	if cgroup == "" {
@@ -100,12 +146,6 @@ func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 	}
 	// Whatever happens below, nothing the command started outlives it.
 	defer killCgroup(subDir)
-	p, err := specconv.NewProcess(libmaka.ThisHost(), ps, false)
-	if err != nil {
-		return nil, err
-	}
-	p.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
-	p.SubCgroupPaths = map[string]string{"": sub}
 	out := &capped{limit: limit, over: make(chan struct{})}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -118,22 +158,20 @@ func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 		return nil, err
 	}
 	defer errR.Close()
-	p.Stdout, p.Stderr = outW, errW
 	inFile, feed, err := stdinOf(stdio.Stdin)
 	if err != nil {
 		outW.Close()
 		errW.Close()
 		return nil, err
 	}
-	p.Stdin = inFile
-	start := time.Now()
-	err = ctr.Run(p)
+	began := time.Now()
+	wait, err := start(sub, subDir, inFile, outW, errW)
 	// Only the command holds the write ends now: EOF once it is gone.
 	outW.Close()
 	errW.Close()
 	inFile.Close()
 	if err != nil {
-		return nil, fmt.Errorf("sandbox %s: exec: %w", id, err)
+		return nil, err
 	}
 	if feed != nil {
 		go feed()
@@ -142,17 +180,31 @@ func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 	readers.Add(2)
 	go func() { defer readers.Done(); out.copy(sink(stdio.Stdout, &out.stdout), outR) }()
 	go func() { defer readers.Done(); out.copy(sink(stdio.Stderr, &out.stderr), errR) }()
-	exited := make(chan *os.ProcessState, 1)
+	type exit struct {
+		code int
+		use  Usage
+		err  error
+	}
+	exited := make(chan exit, 1)
 	go func() {
-		st, _ := p.Wait()
-		exited <- st
+		code, use, err := wait()
+		exited <- exit{code, use, err}
 	}()
-	var st *os.ProcessState
+	var end exit
 	select {
-	case st = <-exited:
+	case end = <-exited:
 	case <-out.over:
 		killCgroup(subDir)
-		<-exited
+		// Killed: its end comes at once, unless the agent does not
+		// report it (then the sandbox is not to be trusted either).
+		select {
+		case <-exited:
+		case <-time.After(KillTimeout):
+			derr := destroy()
+			<-exited
+			readers.Wait()
+			return nil, errors.Join(fmt.Errorf("sandbox %s: %w: no end reported for a killed command; the sandbox was destroyed", id, ErrSandboxDestroyed), derr)
+		}
 		readers.Wait()
 		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes; the command was killed", id, ErrOutputLimit, limit)
 	case <-ctx.Done():
@@ -177,7 +229,10 @@ func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 	if out.exceeded() {
 		return nil, fmt.Errorf("sandbox %s: %w: stdout and stderr together passed %d bytes", id, ErrOutputLimit, limit)
 	}
-	return &Output{ExitCode: exitCode(st), Stdout: out.stdout.Bytes(), Stderr: out.stderr.Bytes(), Duration: time.Since(start)}, nil
+	if end.err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", id, end.err)
+	}
+	return &Output{ExitCode: end.code, Stdout: out.stdout.Bytes(), Stderr: out.stderr.Bytes(), Duration: time.Since(began), Usage: end.use}, nil
 }
 
 // stdinOf is the command's stdin: /dev/null, a file as it is (a copy of
@@ -338,4 +393,17 @@ func ExecQueued(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 	}
 	defer release()
 	return RunBounded(ctx, ctr, ps, stdio, limit, destroy)
+}
+
+// ExecQueuedAgent is ExecQueued through the sandbox's resident agent.
+func ExecQueuedAgent(ctx context.Context, ctr *libmaka.Container, cl *agent.Client, ps *specs.Process, stdio Stdio, limit int64, destroy func() error) (*Output, error) {
+	release, err := acquireExecSlot(ctx, ctr.StateDir())
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("sandbox %s: %w: it waited for the sandbox until %w", ctr.ID(), ErrNotDispatched, ctx.Err())
+		}
+		return nil, fmt.Errorf("sandbox %s: %w", ctr.ID(), err)
+	}
+	defer release()
+	return RunAgent(ctx, ctr, cl, ps, stdio, limit, destroy)
 }

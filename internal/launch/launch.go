@@ -14,12 +14,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/maka-runtime/maka/internal/agent"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 )
 
 // KillTimeout bounds how long a failed launch or a removal waits for a
@@ -70,7 +72,11 @@ type Launched struct {
 	// Created is when its record was first published: with the id, it
 	// names this instance of the sandbox.
 	Created time.Time
-	mon     *monitor.Monitor // attached sandboxes only
+	// Agent is the client of the sandbox's resident agent, for an
+	// attached sandbox whose init is the agent (nil otherwise); a detached
+	// sandbox's monitor holds its agent and serves it to `maka exec`.
+	Agent *agent.Client
+	mon   *monitor.Monitor // attached sandboxes only
 }
 
 // InitProcess is the init's process of boundary b, as libcontainer starts
@@ -159,7 +165,14 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 		return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
 	}
 	phase.Mark("monitor listen")
-	if err = ctr.Start(l.Process); err != nil {
+	holder, release, err := agentInit(b, l.Process)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
+	}
+	w.agentEnd = holder
+	err = ctr.Start(l.Process)
+	release()
+	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
 	}
 	phase.Mark("init: namespaces, mounts, seccomp")
@@ -187,7 +200,7 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 		}
 		phase.Mark("egress listener")
 	}
-	if err = w.attach(ctr.CgroupPath(), s.Pid, egressConfig(b, l.Policy)); err != nil {
+	if s.Agent, err = w.attach(ctr.CgroupPath(), s.Pid, egressConfig(b, l.Policy)); err != nil {
 		return nil, err
 	}
 	phase.Mark("monitor attach")
@@ -242,6 +255,7 @@ func (s *Launched) Poststart() error { return Poststart(s.Container) }
 // (before its cgroup goes) and returns why the monitor killed the sandbox,
 // if it did (a *monitor.KilledError).
 func (s *Launched) Finish() error {
+	closeClient(s.Agent)
 	if s.mon == nil {
 		return nil
 	}
@@ -289,14 +303,10 @@ func enforce(op *libmaka.Op, b *libmaka.Boundary, opts specconv.Options) (*specc
 		return nil, err
 	}
 	phase.Mark("stage host paths")
-	from := ""
-	if staged != nil {
-		from = staged.Root
-	}
 	if _, err := op.BuildOverlayRoot(b, staged); err != nil {
 		return nil, err
 	}
-	if err := op.BuildRoot(b, from); err != nil {
+	if err := op.BuildRoot(b, staged); err != nil {
 		return nil, err
 	}
 	libmaka.CrashPoint(op.Command + ":root-built")
@@ -314,8 +324,9 @@ type watch struct {
 	mon      *monitor.Monitor // attached
 	detached *monitor.Detached
 	// egressLn is the egress proxy's listener (a sandbox under egress),
-	// until the monitor takes it at attach.
-	egressLn *os.File
+	// agentEnd the holder's end of its agent (its init is the agent),
+	// each until the monitor takes it at attach.
+	egressLn, agentEnd *os.File
 }
 
 // egressConfig is the egress the monitor serves for b under policy p (nil:
@@ -374,31 +385,81 @@ func startWatch(root, stateDir string, l Launch) (*watch, error) {
 // attach tells the monitor the init is running (its cgroup now exists,
 // its mounts are set up) and waits until the monitor is attached: it then
 // holds the sandbox's tmpfs mounts, and only then may the user's process
-// run (and end, and its init be reaped).
-func (w *watch) attach(cgroup string, initPid int, eg *monitor.EgressConfig) error {
-	ln := w.egressLn
-	w.egressLn = nil
+// run (and end, and its init be reaped). The monitor takes the agent's
+// holder end; an attached sandbox's launcher gets a client of the agent
+// of its own.
+func (w *watch) attach(cgroup string, initPid int, eg *monitor.EgressConfig) (*agent.Client, error) {
+	ln, holder := w.egressLn, w.agentEnd
+	w.egressLn, w.agentEnd = nil, nil
 	if w.detached != nil {
-		if ln != nil {
-			defer ln.Close() // the monitor has its own copy
+		for _, f := range []*os.File{ln, holder} {
+			if f != nil {
+				defer f.Close() // the monitor has its own copy
+			}
 		}
-		return w.detached.Attach(monitor.Info{Cgroup: cgroup, InitPid: initPid, Tmpfs: w.tmpfs, Egress: eg}, ln)
+		return nil, w.detached.Attach(monitor.Info{Cgroup: cgroup, InitPid: initPid, Tmpfs: w.tmpfs, Egress: eg, Agent: holder != nil}, ln, holder)
+	}
+	var cl *agent.Client
+	if holder != nil {
+		// The client's socket is the holder's own: both ends must close
+		// before the agent (and the sandbox) ends.
+		dup, err := dupFile(holder)
+		if err == nil {
+			cl, err = agent.NewClient(dup)
+		}
+		if err != nil {
+			holder.Close()
+			if ln != nil {
+				ln.Close()
+			}
+			return nil, err
+		}
+		if err := w.mon.ServeAgent(holder); err != nil {
+			cl.Close()
+			if ln != nil {
+				ln.Close()
+			}
+			return nil, err
+		}
 	}
 	if ln != nil {
 		if err := w.mon.ServeEgress(ln, *eg); err != nil {
-			return err
+			closeClient(cl)
+			return nil, err
 		}
 	}
 	if cgroup == "" {
-		return nil
+		return cl, nil
 	}
-	return w.mon.Attach(cgroup, initPid, w.tmpfs)
+	if err := w.mon.Attach(cgroup, initPid, w.tmpfs); err != nil {
+		closeClient(cl)
+		return nil, err
+	}
+	return cl, nil
+}
+
+func closeClient(cl *agent.Client) {
+	if cl != nil {
+		cl.Close()
+	}
+}
+
+// dupFile is a descriptor of f's open file of its own (close-on-exec).
+func dupFile(f *os.File) (*os.File, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
 }
 
 // abort gives up on a launch that failed: the monitor stops.
 func (w *watch) abort() {
 	if w != nil && w.egressLn != nil {
 		w.egressLn.Close()
+	}
+	if w != nil && w.agentEnd != nil {
+		w.agentEnd.Close()
 	}
 	switch {
 	case w == nil:

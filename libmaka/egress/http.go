@@ -92,10 +92,7 @@ func (s *session) target(host string, port int) (target, *Refusal) {
 	return t, nil
 }
 
-// connect serves CONNECT host:port. A name on port 443 is answered 200
-// before the checks of its TLS ClientHello (the client sends it only then),
-// and connected only after them; anything else is connected before the
-// answer, so that a failure is an HTTP status.
+// connect serves CONNECT host:port; a refusal is an HTTP status.
 func (s *session) connect(req *http.Request) {
 	host, portStr, err := net.SplitHostPort(req.URL.Host)
 	if req.URL.Host == "" || err != nil {
@@ -113,51 +110,8 @@ func (s *session) connect(req *http.Request) {
 		s.refuseHTTP(http.StatusBadRequest, *r)
 		return
 	}
-	s.t = t
-	addrs, r := s.check(t)
-	if r != nil {
-		s.refuseHTTP(statusOf(r.Reason), *r)
-		return
-	}
-	const established = "HTTP/1.1 200 Connection established\r\n\r\n"
-	if tlsGated(t) {
-		if err := s.writeClient([]byte(established)); err != nil {
-			return
-		}
-		raw, r := s.readHello(t)
-		if r != nil {
-			s.record(*r)
-			s.replyAndClose(tlsAlert)
-			return
-		}
-		if raw == nil {
-			return
-		}
-		up, r := s.dial(t, addrs)
-		if up == nil {
-			if r != nil {
-				s.record(*r)
-			}
-			return
-		}
-		if _, err := (&sideWriter{s: s, c: up, count: &s.up}).Write(raw); err != nil {
-			s.cut(err)
-			return
-		}
-		s.tunnel(up)
-		return
-	}
-	up, r := s.dial(t, addrs)
-	if up == nil {
-		if r != nil {
-			s.refuseHTTP(statusOf(r.Reason), *r)
-		}
-		return
-	}
-	if err := s.writeClient([]byte(established)); err != nil {
-		return
-	}
-	s.tunnel(up)
+	s.connectAndTunnel(t, []byte("HTTP/1.1 200 Connection established\r\n\r\n"),
+		func(r Refusal) { s.refuseHTTP(statusOf(r.Reason), r) })
 }
 
 // hopHeaders are the hop-by-hop headers a proxy does not forward (RFC 9110

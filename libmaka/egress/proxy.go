@@ -547,6 +547,63 @@ func cause(err error) string {
 	return "failed"
 }
 
+// connectAndTunnel serves a CONNECT, HTTP's or SOCKS's, to t once its
+// request is read: it checks t, connects and tunnels. ok is the protocol's
+// success reply; refuse records a refusal and answers it in the
+// protocol's terms, then closes. A name on port 443 is answered ok before
+// the checks of its TLS ClientHello (the client sends it only then) and
+// connected only after them, so that no upstream is reached for a hello
+// that is refused: a refusal from there is a TLS alert (the protocol's
+// reply is spent), a failed dial only recorded. Anything else is
+// connected before the answer, so that a failure is the protocol's
+// refusal.
+func (s *session) connectAndTunnel(t target, ok []byte, refuse func(Refusal)) {
+	s.t = t
+	addrs, r := s.check(t)
+	if r != nil {
+		refuse(*r)
+		return
+	}
+	if tlsGated(t) {
+		if err := s.writeClient(ok); err != nil {
+			return
+		}
+		raw, r := s.readHello(t)
+		if r != nil {
+			s.record(*r)
+			s.replyAndClose(tlsAlert)
+			return
+		}
+		if raw == nil {
+			return
+		}
+		up, r := s.dial(t, addrs)
+		if up == nil {
+			if r != nil {
+				s.record(*r)
+			}
+			return
+		}
+		if _, err := (&sideWriter{s: s, c: up, count: &s.up}).Write(raw); err != nil {
+			s.cut(err)
+			return
+		}
+		s.tunnel(up)
+		return
+	}
+	up, r := s.dial(t, addrs)
+	if up == nil {
+		if r != nil {
+			refuse(*r)
+		}
+		return
+	}
+	if err := s.writeClient(ok); err != nil {
+		return
+	}
+	s.tunnel(up)
+}
+
 // readHello reads the client's TLS ClientHello (bounded in size and time)
 // and requires its server name to be the name asked for; it returns the
 // bytes read, to replay to the upstream. Neither bytes nor a refusal: the

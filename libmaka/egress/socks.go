@@ -140,49 +140,6 @@ func (s *session) socks() {
 		s.refuseSOCKS(socksFailure, *r)
 		return
 	}
-	s.t = t
-	addrs, r := s.check(t)
-	if r != nil {
-		s.refuseSOCKS(socksCode(r.Reason), *r)
-		return
-	}
-	if tlsGated(t) {
-		// The client sends its ClientHello only after the success reply.
-		if err := s.writeClient(socksReply(socksOK)); err != nil {
-			return
-		}
-		raw, r := s.readHello(t)
-		if r != nil {
-			s.record(*r)
-			s.replyAndClose(tlsAlert)
-			return
-		}
-		if raw == nil {
-			return
-		}
-		up, r := s.dial(t, addrs)
-		if up == nil {
-			if r != nil {
-				s.record(*r)
-			}
-			return
-		}
-		if _, err := (&sideWriter{s: s, c: up, count: &s.up}).Write(raw); err != nil {
-			s.cut(err)
-			return
-		}
-		s.tunnel(up)
-		return
-	}
-	up, r := s.dial(t, addrs)
-	if up == nil {
-		if r != nil {
-			s.refuseSOCKS(socksCode(r.Reason), *r)
-		}
-		return
-	}
-	if err := s.writeClient(socksReply(socksOK)); err != nil {
-		return
-	}
-	s.tunnel(up)
+	s.connectAndTunnel(t, socksReply(socksOK),
+		func(r Refusal) { s.refuseSOCKS(socksCode(r.Reason), r) })
 }

@@ -134,16 +134,17 @@ func TestInfoCarriesTheListener(t *testing.T) {
 		_ = sendInfo(w, big, lf)
 		w.Close()
 	}()
-	got, ln, err := recvInfo(r)
+	got, files, err := recvInfo(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != len(big) || string(got[:len(data)]) != string(data) {
 		t.Errorf("info: %d bytes, want %d", len(got), len(big))
 	}
-	if ln == nil {
-		t.Fatal("no listener came with Info")
+	if len(files) != 1 {
+		t.Fatalf("%d descriptors came with Info, want the listener", len(files))
 	}
+	ln := files[0]
 	defer ln.Close()
 	l, err := net.FileListener(ln)
 	if err != nil {
@@ -155,11 +156,45 @@ func TestInfoCarriesTheListener(t *testing.T) {
 	l.Close()
 	// Without one: the bytes alone.
 	r2, w2, _ := socketPair()
-	go func() { _ = sendInfo(w2, data, nil); w2.Close() }()
-	got, ln, err = recvInfo(r2)
+	go func() { _ = sendInfo(w2, data); w2.Close() }()
+	got, files, err = recvInfo(r2)
 	r2.Close()
-	if err != nil || ln != nil || string(got) != string(data) {
-		t.Errorf("without a listener: %q %v %v", got, ln, err)
+	if err != nil || len(files) != 0 || string(got) != string(data) {
+		t.Errorf("without a listener: %q %v %v", got, files, err)
+	}
+}
+
+// Info's descriptors are sorted by what Info says comes with it; a count
+// that does not match keeps none.
+func TestInfoFiles(t *testing.T) {
+	open := func() *os.File {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	a, b := open(), open()
+	eg, ag, err := infoFiles(Info{Egress: &EgressConfig{}, Agent: true}, []*os.File{a, b})
+	if err != nil || eg != a || ag != b {
+		t.Errorf("egress and agent: %v %v %v", eg, ag, err)
+	}
+	c := open()
+	if eg, ag, err = infoFiles(Info{Agent: true}, []*os.File{c}); err != nil || eg != nil || ag != c {
+		t.Errorf("agent alone: %v %v %v", eg, ag, err)
+	}
+	d, e := open(), open()
+	if _, _, err = infoFiles(Info{Agent: true}, []*os.File{d, e}); err == nil {
+		t.Error("two descriptors for the agent alone were taken")
+	}
+	if _, err := d.Stat(); err == nil {
+		t.Error("a descriptor of a refused Info was kept open")
+	}
+	if _, _, err = infoFiles(Info{Egress: &EgressConfig{}}, nil); err == nil {
+		t.Error("egress without its listener was taken")
+	}
+	for _, f := range []*os.File{a, b, c} {
+		f.Close()
 	}
 }
 

@@ -22,16 +22,24 @@ func socketPair() (r, w *os.File, err error) {
 	return os.NewFile(uintptr(fds[0]), "monitor-info"), os.NewFile(uintptr(fds[1]), "monitor-info"), nil
 }
 
-// sendInfo writes data on f, with ln's descriptor attached to its first
-// byte when ln is not nil, then shuts the sending side: the monitor reads
-// to the end.
-func sendInfo(f *os.File, data []byte, ln *os.File) error {
+// maxInfoFiles is how many descriptors come with Info: the egress
+// proxy's listener and the agent's holder end.
+const maxInfoFiles = 2
+
+// sendInfo writes data on f, with the descriptors of files (in Info's
+// order: the egress listener, then the agent's) attached to its first
+// byte, then shuts the sending side: the monitor reads to the end.
+func sendInfo(f *os.File, data []byte, files ...*os.File) error {
 	fd := int(f.Fd())
-	if ln != nil {
+	if len(files) > 0 {
 		if len(data) == 0 {
-			return errors.New("monitor: a listener without Info")
+			return errors.New("monitor: descriptors without Info")
 		}
-		if err := unix.Sendmsg(fd, data[:1], unix.UnixRights(int(ln.Fd())), nil, 0); err != nil {
+		fds := make([]int, len(files))
+		for i, file := range files {
+			fds[i] = int(file.Fd())
+		}
+		if err := unix.Sendmsg(fd, data[:1], unix.UnixRights(fds...), nil, 0); err != nil {
 			return err
 		}
 		data = data[1:]
@@ -42,13 +50,14 @@ func sendInfo(f *os.File, data []byte, ln *os.File) error {
 	return unix.Shutdown(fd, unix.SHUT_WR)
 }
 
-// recvInfo reads Info to the end (at most maxInfo bytes) and the one
-// descriptor that may come with it; any other descriptor is closed. It
-// also reads a pipe (a launcher of before the socket): then there is none.
-func recvInfo(f *os.File) ([]byte, *os.File, error) {
+// recvInfo reads Info to the end (at most maxInfo bytes) and the
+// descriptors that may come with it (at most maxInfoFiles; any other is
+// closed). It also reads a pipe (a launcher of before the socket): then
+// there are none.
+func recvInfo(f *os.File) ([]byte, []*os.File, error) {
 	fd := int(f.Fd())
 	var data []byte
-	var got *os.File
+	var got []*os.File
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	for len(data) < maxInfo {
@@ -65,8 +74,8 @@ func recvInfo(f *os.File) ([]byte, *os.File, error) {
 		}
 		if oobn > 0 {
 			for _, fd := range rights(oob[:oobn]) {
-				if got == nil {
-					got = os.NewFile(uintptr(fd), "egress-listener")
+				if len(got) < maxInfoFiles {
+					got = append(got, os.NewFile(uintptr(fd), "monitor-info-fd"))
 				} else {
 					unix.Close(fd)
 				}

@@ -64,9 +64,11 @@ type Monitor struct {
 	proxy      *egress.Proxy
 	egress     *egressRecorder
 	egressKill bool
-	quit       chan struct{} // closed by Close: stops the tmpfs sampler
-	done       chan struct{} // closed when the container's cgroup is empty or gone
-	doneOnce   sync.Once
+	// agentEnd is the holder end of the sandbox's agent (ServeAgent).
+	agentEnd *os.File
+	quit     chan struct{} // closed by Close: stops the tmpfs sampler
+	done     chan struct{} // closed when the container's cgroup is empty or gone
+	doneOnce sync.Once
 }
 
 // New opens the journal (created empty, so that followers can watch it).
@@ -498,6 +500,11 @@ func (m *Monitor) Close() error {
 	for _, ln := range lns {
 		ln.Close()
 	}
+	m.mu.Lock()
+	if m.agentEnd != nil {
+		m.agentEnd.Close()
+	}
+	m.mu.Unlock()
 	m.stopW.Close()
 	m.wg.Wait()
 	m.stopR.Close()

@@ -23,6 +23,35 @@ type Info struct {
 	Tmpfs   []string `json:"tmpfs"`
 	// Egress: the sandbox's egress, whose listener comes with Info.
 	Egress *EgressConfig `json:"egress,omitempty"`
+	// Agent: the sandbox's init is maka's agent, whose holder end comes
+	// with Info (after the egress listener): the monitor holds it for the
+	// sandbox's life and serves AgentSocketFile.
+	Agent bool `json:"agent,omitempty"`
+}
+
+// infoFiles sorts the descriptors that came with in: exactly one per
+// thing in says comes with it, or none is kept.
+func infoFiles(in Info, files []*os.File) (egressLn, agentEnd *os.File, err error) {
+	want := 0
+	if in.Egress != nil {
+		want++
+	}
+	if in.Agent {
+		want++
+	}
+	if len(files) != want {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, nil, fmt.Errorf("%d descriptors with Info, want %d", len(files), want)
+	}
+	if in.Egress != nil {
+		egressLn, files = files[0], files[1:]
+	}
+	if in.Agent {
+		agentEnd = files[0]
+	}
+	return egressLn, agentEnd, nil
 }
 
 // dropPagesAfter is how long after its launcher's exit the detached monitor
@@ -54,23 +83,29 @@ func RunDetached(cfg Config, listener, info, ack *os.File) error {
 	}
 	defer m.Close()
 	m.Serve(ln.(*net.UnixListener))
-	data, egressLn, _ := recvInfo(info)
+	data, files, _ := recvInfo(info)
 	info.Close()
 	var in Info
 	if json.Unmarshal(data, &in) != nil || in.Cgroup == "" {
-		if egressLn != nil {
-			egressLn.Close()
+		for _, f := range files {
+			f.Close()
 		}
 		return nil // create failed: nothing to watch
 	}
-	if (in.Egress != nil) != (egressLn != nil) {
-		if egressLn != nil {
-			egressLn.Close()
-		}
-		return fmt.Errorf("monitor %s: egress without its listener", cfg.ID) // create fails
+	egressLn, agentEnd, err := infoFiles(in, files)
+	if err != nil {
+		return fmt.Errorf("monitor %s: %w", cfg.ID, err) // create fails
 	}
 	if egressLn != nil {
 		if err := m.ServeEgress(egressLn, *in.Egress); err != nil {
+			if agentEnd != nil {
+				agentEnd.Close()
+			}
+			return err
+		}
+	}
+	if agentEnd != nil {
+		if err := m.ServeAgent(agentEnd); err != nil {
 			return err
 		}
 	}

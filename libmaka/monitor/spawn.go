@@ -149,10 +149,18 @@ func Args(root string, cfg Config) []string {
 
 // Attach tells the monitor the init is running (its cgroup exists, its
 // mounts are set up), hands it the egress proxy's listener if there is one
-// (egressLn, with in.Egress), and waits until the monitor is attached.
-func (d *Detached) Attach(in Info, egressLn *os.File) error {
+// (egressLn, with in.Egress) and the agent's holder end (agentEnd, with
+// in.Agent), and waits until the monitor is attached.
+func (d *Detached) Attach(in Info, egressLn, agentEnd *os.File) error {
 	data, _ := json.Marshal(in)
-	err := sendInfo(d.info, data, egressLn)
+	var files []*os.File
+	if egressLn != nil {
+		files = append(files, egressLn)
+	}
+	if agentEnd != nil {
+		files = append(files, agentEnd)
+	}
+	err := sendInfo(d.info, data, files...)
 	d.info.Close()
 	d.info = nil
 	if err != nil {
@@ -165,6 +173,12 @@ func (d *Detached) Attach(in Info, egressLn *os.File) error {
 	_ = d.ack.SetReadDeadline(time.Now().Add(attachWait))
 	if n, err := d.ack.Read(make([]byte, 1)); n != 1 {
 		return fmt.Errorf("container %s: the monitor did not attach: %w", d.id, err)
+	}
+	// Attached: from here on the sandbox can make it work, within its bound.
+	if d.Cgroup != "" {
+		if err := capCPU(d.Cgroup); err != nil {
+			return fmt.Errorf("container %s: monitor: %w", d.id, err)
+		}
 	}
 	return nil
 }

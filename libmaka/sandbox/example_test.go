@@ -31,7 +31,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("exit %d\n%s", res.ExitCode, res.Stdout)
+	fmt.Printf("exit %d in %s (CPU %s, %d KiB)\n%s", res.ExitCode, res.Duration, res.CPU, res.MaxRSSKiB, res.Stdout)
 }
 
 func ExampleSandbox_Exec_errors() {

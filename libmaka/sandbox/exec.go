@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maka-runtime/maka/internal/agent"
 	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/specconv"
@@ -49,6 +50,11 @@ type Result struct {
 	Stdout   []byte
 	Stderr   []byte
 	Duration time.Duration
+	// CPU is the command's user and system time and MaxRSSKiB its
+	// largest resident set (of its own process, with the children it
+	// waited for), as the kernel reports them.
+	CPU       time.Duration
+	MaxRSSKiB int64
 }
 
 var (
@@ -102,11 +108,33 @@ func (s *Sandbox) Exec(ctx context.Context, cmd Command) (*Result, error) {
 		return nil, fmt.Errorf("sandbox %s: %w: its process has exited%s", s.ID(), ErrGone, s.killedBy())
 	default:
 	}
-	res, err := launch.ExecQueued(ctx, s.launched.Container, ps, launch.Stdio{Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr}, limit, func() error {
+	stdio := launch.Stdio{Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr}
+	destroy := func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.destroyLocked()
-	})
+	}
+	var res *launch.Output
+	if s.agent != nil {
+		res, err = launch.ExecQueuedAgent(ctx, s.launched.Container, s.agent, ps, stdio, limit, destroy)
+		if errors.Is(err, agent.ErrGone) {
+			// The monitor may have killed the sandbox (a violation under
+			// kill): then that is the answer, as below.
+			select {
+			case <-s.initDone:
+			case <-time.After(time.Second):
+			}
+			if k := s.launched.MonitorErr(); k != nil {
+				return nil, k
+			}
+			// A dead (or no longer trusted) agent is a dead sandbox: the
+			// command never runs some other way.
+			_ = s.Destroy()
+			return nil, fmt.Errorf("sandbox %s: %w: %w", s.ID(), ErrGone, err)
+		}
+	} else {
+		res, err = launch.ExecQueued(ctx, s.launched.Container, ps, stdio, limit, destroy)
+	}
 	// Under onViolation kill the monitor destroyed the whole sandbox: the
 	// violation is the answer.
 	if k := s.launched.MonitorErr(); k != nil {
@@ -115,7 +143,8 @@ func (s *Sandbox) Exec(ctx context.Context, cmd Command) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Duration: res.Duration}, nil
+	return &Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Duration: res.Duration,
+		CPU: res.Usage.User + res.Usage.System, MaxRSSKiB: res.Usage.MaxRSSKiB}, nil
 }
 
 // commandSpec is the process to run for cmd, held to the sandbox's policy

@@ -8,18 +8,23 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/maka-runtime/maka/internal/agent"
 	"github.com/maka-runtime/maka/libmaka"
+	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/maka-runtime/maka/specconv"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -401,6 +406,14 @@ func TestOwnerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Stdout.WriteString("launched " + s.ID() + "\n")
+	// MAKA_OWNER_PREWARM=N: a warm pool of N beside it (api.bats: a crash
+	// with a warm pool leaves nothing after recover).
+	if n, _ := strconv.Atoi(os.Getenv("MAKA_OWNER_PREWARM")); n > 0 {
+		if err := m.Prewarm(context.Background(), Request{Bundle: "/", Spec: DefaultSpec(os.Getenv("MAKA_ROOTFS"), IdleArgs...)}, n); err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout.WriteString("prewarmed " + strconv.Itoa(n) + "\n")
+	}
 	time.Sleep(time.Hour) // until killed: the owner dies without destroying its sandbox
 }
 
@@ -743,5 +756,168 @@ func TestGuestPool(t *testing.T) {
 	}
 	if _, err := m.Launch(ctx, Request{Bundle: "/", Spec: spec}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Launch after Close: %v", err)
+	}
+}
+
+// The sandbox's init is maka's resident agent (issue 26), and it is not a
+// way in: a hostile command can neither signal it to death, read its
+// memory or descriptors, reach its socket, nor starve it; a dead agent is
+// a dead sandbox, never a command run some other way.
+func TestGuestAgent(t *testing.T) {
+	m, rootfs := guestManager(t, Options{})
+	ctx := context.Background()
+	s := launchIdle(t, m, rootfs, "api-agent")
+	if s.agent == nil {
+		t.Fatal("the sandbox's init is not the agent (is sandbox.test built with agent_embed?)")
+	}
+	// The init runs the agent from its sealed memfd, not the image's code
+	// (libcontainer's init execs it once Launch has let it go).
+	var exe string
+	for i := 0; i < 100 && !strings.HasPrefix(exe, "/memfd:maka-agent"); i++ {
+		time.Sleep(100 * time.Millisecond)
+		exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", s.launched.Pid))
+	}
+	if !strings.HasPrefix(exe, "/memfd:maka-agent") {
+		t.Fatalf("the init's program: %q", exe)
+	}
+	sh := func(script string) *Result {
+		t.Helper()
+		r, err := s.Exec(ctx, Command{Shell: script})
+		if err != nil {
+			t.Fatalf("%s: %v", script, err)
+		}
+		return r
+	}
+	// Each command is the agent's child, in its own child cgroup, with
+	// the sandbox's credentials: no process of maka's in between.
+	r := sh("echo $PPID; cat /proc/self/cgroup; grep -E '^(Uid|CapEff|NoNewPrivs|Seccomp):' /proc/self/status")
+	out := string(r.Stdout)
+	if !strings.HasPrefix(out, "1\n") || !strings.Contains(out, "/maka-cmd-") || !strings.Contains(out, "CapEff:\t0000000000000000") ||
+		!strings.Contains(out, "NoNewPrivs:\t1") || !strings.Contains(out, "Seccomp:\t2") {
+		t.Errorf("a command's parent, cgroup and credentials:\n%s", out)
+	}
+	// The agent reports the command's resource use.
+	r = sh("i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done")
+	if r.CPU <= 0 || r.MaxRSSKiB <= 0 {
+		t.Errorf("a busy command's use: CPU %s, max RSS %d KiB", r.CPU, r.MaxRSSKiB)
+	}
+	// Signals: the init of its pid namespace takes none it does not handle.
+	r = sh("kill -KILL 1; kill -TERM 1; kill -STOP 1; kill -SEGV 1; sleep 1; echo alive")
+	if string(r.Stdout) != "alive\n" {
+		t.Errorf("after signals: %q %q", r.Stdout, r.Stderr)
+	}
+	// Not dumpable: its memory, descriptors, environment and program are
+	// closed to the sandbox's root (no capability in its user namespace).
+	// The kernel lets that root list the numbers of its descriptors and
+	// mappings (it owns the directories), never what they are.
+	r = sh(`for f in mem fd/0 fd/3 environ exe; do if head -c1 /proc/1/$f >/dev/null 2>&1; then echo "read $f"; fi; done
+for l in exe cwd root fd/0 fd/3 $(ls /proc/1/map_files 2>/dev/null | sed 's|^|map_files/|'); do
+  readlink /proc/1/$l >/dev/null 2>&1 && echo "followed $l"
+done
+echo done`)
+	if string(r.Stdout) != "done\n" {
+		t.Errorf("the agent's /proc entries reached: %q", r.Stdout)
+	}
+	// Its socket has no name: nothing of the sandbox's to connect to, and
+	// no command holds it.
+	r = sh(`cat /proc/net/unix | grep -c maka; ls -l /proc/self/fd | grep -c socket; echo end`)
+	if string(r.Stdout) != "0\n0\nend\n" {
+		t.Errorf("a name or a descriptor of the agent's socket inside: %q", r.Stdout)
+	}
+	// A hundred children left behind are killed with their command (its
+	// cgroup), reaped, and the agent starts the next one. (A flood up to
+	// pids.max is a violation under restricted: the sandbox's end.)
+	if r := sh("for i in $(seq 100); do sleep 100 & done; echo forked"); string(r.Stdout) != "forked\n" {
+		t.Errorf("a hundred children: %q", r.Stdout)
+	}
+	if r := sh("echo next"); string(r.Stdout) != "next\n" {
+		t.Errorf("after a hundred children: %q", r.Stdout)
+	}
+	// Connections to it: maka's own user only (its state dir), at most
+	// agent.MaxClients at once with the holder's; one over is closed,
+	// and the sandbox's own commands go on.
+	var clients []*agent.Client
+	for i := 0; i < agent.MaxClients-1; i++ {
+		f, err := monitor.DialAgent(s.launched.Container.StateDir())
+		if err != nil {
+			t.Fatalf("connection %d to the agent: %v", i, err)
+		}
+		cl, err := agent.NewClient(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, cl)
+	}
+	if f, err := monitor.DialAgent(s.launched.Container.StateDir()); err == nil {
+		over, _ := agent.NewClient(f)
+		select {
+		case <-over.Done():
+		case <-time.After(10 * time.Second):
+			t.Error("a connection over the agent's maximum was kept")
+		}
+		over.Close()
+	}
+	if r := sh("echo busy"); string(r.Stdout) != "busy\n" {
+		t.Errorf("with every connection taken: %q", r.Stdout)
+	}
+	for _, cl := range clients {
+		cl.Close()
+	}
+	// Many at once: each gets its own answer.
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r, err := s.Exec(ctx, Command{Args: []string{"echo", strconv.Itoa(i)}})
+			if err != nil || string(r.Stdout) != strconv.Itoa(i)+"\n" {
+				t.Errorf("concurrent command %d: %v %+v", i, err, r)
+			}
+		}(i)
+	}
+	wg.Wait()
+
+	// A command that changes what later commands inherit from the agent
+	// (its nice value): the next command is refused, the sandbox ended.
+	s2 := launchIdle(t, m, rootfs, "api-agent-2")
+	if r, err := s2.Exec(ctx, Command{Shell: "renice -n 5 -p 1 >/dev/null; echo reniced"}); err != nil || string(r.Stdout) != "reniced\n" {
+		t.Fatalf("renice of the agent: %v %+v", err, r)
+	}
+	if _, err := s2.Exec(ctx, Command{Shell: "touch /maka/work/ran"}); !errors.Is(err, ErrGone) {
+		t.Errorf("a command after the agent was reniced: %v, want ErrGone", err)
+	}
+
+	// Killed from the host while a command runs: that command's answer
+	// is ErrGone (not an exit status), the sandbox is gone, and the next
+	// command is refused, never run some other way.
+	running := make(chan error, 1)
+	go func() {
+		_, err := s.Exec(ctx, Command{Shell: "echo up; sleep 60", Timeout: 90 * time.Second})
+		running <- err
+	}()
+	time.Sleep(2 * time.Second)
+	if err := unix.Kill(s.launched.Pid, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-running:
+		if !errors.Is(err, ErrGone) {
+			t.Errorf("the command running when the agent died: %v, want ErrGone", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Error("the command running when the agent died got no answer")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for unix.Kill(s.launched.Pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := s.Exec(ctx, Command{Shell: "touch /maka/work/ran"}); !errors.Is(err, ErrGone) {
+		t.Errorf("a command after the agent died: %v, want ErrGone", err)
+	}
+	if err := s.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(m, s); len(left) > 0 {
+		t.Errorf("after the agent died, left of the sandbox: %q", left)
 	}
 }

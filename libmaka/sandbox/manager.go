@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/maka-runtime/maka/internal/agent"
 	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
@@ -146,6 +147,10 @@ type Sandbox struct {
 	// configuration it was launched with.
 	owner  *launch.OwnerLock
 	digest string
+	// agent is the client of the sandbox's resident agent, whose init it
+	// is when its process is IdleArgs and this program carries the agent
+	// (nil: commands go through libcontainer's exec path).
+	agent *agent.Client
 }
 
 // Launch compiles the request's configuration into a boundary contract,
@@ -294,7 +299,7 @@ func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *launch.Owne
 	if launched == nil {
 		return nil, err
 	}
-	s := &Sandbox{m: m, launched: launched, initDone: make(chan struct{}), slot: make(chan struct{}, 1), owner: owner, digest: digest}
+	s := &Sandbox{m: m, launched: launched, initDone: make(chan struct{}), slot: make(chan struct{}, 1), owner: owner, digest: digest, agent: launched.Agent}
 	// The init is this process's child: reap it when it ends.
 	go func() {
 		_, _ = p.Wait()
@@ -356,6 +361,9 @@ func (s *Sandbox) destroyLocked() (err error) {
 	// else) is not ours to remove.
 	if !op.OwnedBySelf() {
 		return nil
+	}
+	if s.agent != nil {
+		s.agent.Close()
 	}
 	// Why its monitor killed it is moot once it is being removed.
 	finish := func() { _ = s.launched.Finish() }

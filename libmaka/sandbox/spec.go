@@ -16,8 +16,8 @@ func DefaultSpec(rootfs string, args ...string) *specs.Spec {
 }
 
 // IdleArgs is an init that idles until the sandbox is destroyed, for a
-// root with a POSIX shell: a Manager's commands run beside it. It reaps:
-// what a command leaves behind is reparented to the sandbox's init, and
-// once killed must not linger as zombies holding pids (a shell's wait
-// reaps any child while one of its jobs runs).
-var IdleArgs = []string{"/bin/sh", "-c", "while :; do sleep 3600 & wait; done"}
+// root with a POSIX shell: a Manager's commands run beside it. A program
+// built with maka's agent (`make`: the agent_embed tag) runs the agent as
+// the init of such a sandbox instead: its commands start through it, with
+// no process of maka's and no namespace joined.
+var IdleArgs = launch.IdleArgs

@@ -25,7 +25,7 @@
 #   BENCH_MONITOR_PATTERN            pgrep -f pattern of maka's per-container
 #                                    monitor (default: the exec container's)
 #   BENCH_TESTS                      space-separated subset of: run run-nonet
-#                                    create start delete exec agent parallel
+#                                    create start delete exec agent api parallel
 #                                    workload kill rss phases egress
 #   BENCH_MAKA_BEFORE                a second maka binary, measured as
 #                                    "maka-before" next to maka (before/after
@@ -41,7 +41,7 @@ out=$(mkdir -p "${BENCH_OUT:-build}" && cd "${BENCH_OUT:-build}" && pwd)
 # `EXE --root ROOT monitor ... ID` (EXE: the small maka-monitor in ROOT, or
 # maka itself): the exec container's monitor (monitor.go).
 monitor_pattern=${BENCH_MONITOR_PATTERN:-'^[^ ]* --root [^ ]*/state/maka monitor .* maka-exec$'}
-tests=${BENCH_TESTS:-run run-nonet create start delete exec agent parallel workload kill rss phases egress}
+tests=${BENCH_TESTS:-run run-nonet create start delete exec agent api parallel workload kill rss phases egress}
 here=$(cd "$(dirname "$0")" && pwd)
 baseline_policy=$here/../integration/fixtures/policy-baseline.json
 
@@ -62,7 +62,7 @@ gnutime=$(command -v /usr/bin/time || true)
 w=$(mktemp -d /tmp/maka-bench.XXXXXX)
 chmod 0711 "$w"   # a user namespace's root must reach the rootfs
 cleanup() {
-  for rt in maka maka-baseline maka-nouserns maka-hostnet maka-nomon maka-before maka-egress runc crun; do
+  for rt in maka maka-baseline maka-nouserns maka-hostnet maka-nomon maka-before maka-egress maka-api runc crun; do
     for id in $(rt "$rt" list -q 2>/dev/null); do rt "$rt" delete -f "$id" >/dev/null 2>&1; done
   done
   [ -z "${egress_srv:-}" ] || kill "$egress_srv" 2>/dev/null
@@ -73,6 +73,7 @@ trap cleanup EXIT
 mkdir -p "$w/bin" "$w/state"
 cp "$maka_src" "$w/bin/maka"; cp "$runc_src" "$w/bin/runc"; cp "$crun_src" "$w/bin/crun"
 [ ! -x "$fixtures/toolsandbox" ] || cp "$fixtures/toolsandbox" "$w/bin/toolsandbox"
+[ ! -x "$fixtures/apibench" ] || cp "$fixtures/apibench" "$w/bin/apibench"
 if [ -n "${BENCH_MAKA_BEFORE:-}" ]; then
   mkdir -p "$w/before" && cp "$BENCH_MAKA_BEFORE" "$w/before/maka" || die "BENCH_MAKA_BEFORE: $BENCH_MAKA_BEFORE"
 fi
@@ -148,12 +149,22 @@ mkbundle() {
 }
 # ociVersion 1.0.2: crun 1.8 refuses any other ("unknown version specified").
 mkbundle true '.ociVersion = "1.0.2"'
-mkbundle true-nonet '.ociVersion = "1.0.2" | .linux.namespaces |= map(select(.type != "network"))'
+# Without a network namespace a user namespace's root may not mount sysfs
+# (the kernel ties sysfs to the network namespace's owner): runc and maka
+# fail, crun binds the host's /sys instead. The bundle has no /sys, for all
+# three alike.
+mkbundle true-nonet '.ociVersion = "1.0.2" | .linux.namespaces |= map(select(.type != "network"))
+  | .mounts |= map(select(.destination != "/sys"))'
 # maka-nouserns: the same bundle without the user namespace (its price).
 mkbundle true-nouserns '.ociVersion = "1.0.2" | .linux.namespaces |= map(select(.type != "user")) | del(.linux.uidMappings, .linux.gidMappings)'
 # The exec container lives for the whole run: restricted's default lifetime
 # (180 s) would end it, so it asks for restricted's largest, an hour.
 mkbundle sleep '.ociVersion = "1.0.2" | .process.args = ["sleep", "100000"]
+  | .annotations["org.maka.timeout"] = "3600"'
+# A tool sandbox (`maka spec --tool`'s idle init, the same config.json for
+# all): maka runs its resident agent as the init and starts exec'd commands
+# through it (issue 26); runc and crun exec as always.
+mkbundle tool '.ociVersion = "1.0.2" | .process.args = ["/bin/sh", "-c", "while :; do sleep 3600 & wait; done"]
   | .annotations["org.maka.timeout"] = "3600"'
 # An ordinary busybox workload (issue 4: a sandbox that is watched must run
 # it at the speed of one that is not): files written, read, searched and
@@ -224,11 +235,19 @@ agent() { # agent RUNTIME ROUND: launch an idle sandbox, run one command, remove
     return
   fi
   local e=(exec) t0=$EPOCHREALTIME; [[ $r != maka ]] || e=(exec --timeout 60s)
-  rt "$r" run -d -b "$w/sleep" "$id" </dev/null >/dev/null &&
+  rt "$r" run -d -b "$w/tool" "$id" </dev/null >/dev/null &&
     rt "$r" "${e[@]}" "$id" sh -c 'uname -s > /tmp/report.txt; echo done' >/dev/null || return
   # launch to first reply: what an agent waits before its first answer
   sample agent-reply "$r" "$2" "$(( (${EPOCHREALTIME/./} - ${t0/./}) ))" 0
   rt "$r" delete -f "$id"
+}
+api_samples() { # api_samples ROUND MODE: apibench's samples
+  local out rc=0
+  out=$("$w/bin/apibench" "$2" "$w/rootfs" "$w/state/maka-api" "$w/state/maka-api-store" 2>>"$errlog" </dev/null) || rc=$?
+  [ $rc = 0 ] || echo "[api $2 round $1] exit $rc" >> "$errlog"
+  while IFS=$'\t' read -r row r value; do
+    [ -n "$row" ] && sample "$row" "$r" "$1" "$value" "$rc"
+  done <<<"$out"
 }
 par() { # par RUNTIME ROUND: 10 foreground runs at once
   local i pids=() rc=0
@@ -279,6 +298,8 @@ if want exec; then
   for r in "${runtimes[@]}"; do
     rt "$r" run -d -b "$w/sleep" "$r-exec" </dev/null >/dev/null 2>>"$errlog" ||
       echo "[$r] could not start the exec container" >> "$errlog"
+    rt "$r" run -d -b "$w/tool" "$r-tool" </dev/null >/dev/null 2>>"$errlog" ||
+      echo "[$r] could not start the tool container" >> "$errlog"
   done
 fi
 
@@ -317,10 +338,12 @@ for ((round = 0; round < rounds; round++)); do
   if want exec; then
     for r in $(rotated $round "${runtimes[@]}"); do
       timed exec "$r" $round rt "$r" exec "$r-exec" /bin/true
+      timed exec-tool "$r" $round rt "$r" exec "$r-tool" /bin/true
     done
     # The same through maka's bounded path (a child cgroup, the turn,
-    # the output captured): an agent's tool call into a live sandbox.
-    timed exec-bounded maka $round rt maka exec --timeout 60s maka-exec /bin/true
+    # the output captured): an agent's tool call into a live sandbox,
+    # through its agent.
+    timed exec-bounded maka $round rt maka exec --timeout 60s maka-tool /bin/true
   fi
   if want agent; then
     # An agent's whole tool call: launch a sandbox, one command, remove
@@ -328,6 +351,13 @@ for ((round = 0; round < rounds; round++)); do
     for r in $(rotated $round "${runtimes[@]}" maka-api); do
       timed agent "$r" $round agent "$r" $round
     done
+  fi
+  if want api; then
+    # The Go API in one process (tests/bench/apibench): Sandbox.Exec's
+    # median (row exec-tool), a cold launch and a warm pool's claim to the
+    # first reply (row agent-reply); once, the scale figures.
+    api_samples $round round
+    [ $round != 0 ] || api_samples $round scale
   fi
   if want parallel && [ $round -lt "$par_rounds" ]; then
     for r in $(rotated $round "${runtimes[@]}"); do

@@ -24,9 +24,13 @@ ROWS = [
     ("start", "start", "ms"),
     ("delete", "delete", "ms"),
     ("exec", "exec /bin/true", "ms"),
-    ("exec-bounded", "exec --timeout /bin/true (maka only)", "ms"),
+    ("exec-tool", "exec /bin/true, tool sandbox (maka: its agent)", "ms"),
+    ("exec-bounded", "exec --timeout /bin/true, tool sandbox (maka only)", "ms"),
     ("agent-reply", "tool call: launch to first reply", "ms"),
     ("agent", "tool call: launch, one command, remove", "ms"),
+    ("api-seq100", "Go API: 100 sequential Exec /bin/true (maka only)", "ms"),
+    ("api-conc20", "Go API: 20 concurrent Exec, 20 sandboxes (maka only)", "ms"),
+    ("api-idle", "Go API: host memory per idle sandbox, 50 idle", "KiB"),
     ("parallel10", "10 x run in parallel", "ms"),
     ("workload", "run a busybox workload", "ms"),
     ("kill", "kill: violation to empty sandbox", "ms"),
@@ -121,9 +125,10 @@ def main():
             row["maka/maka-before"] = ratio(row.get("maka"), row.get("maka-before"))
         if "maka-nomon" in row:
             row["maka/maka-nomon"] = ratio(row.get("maka"), row.get("maka-nomon"))
-        if "maka-api" in row:
-            row["maka-api/runc"] = ratio(row.get("maka-api"), row.get("runc"))
-            row["maka-api/crun"] = ratio(row.get("maka-api"), row.get("crun"))
+        for api in ("maka-api", "maka-pool"):
+            if api in row:
+                row[api + "/runc"] = ratio(row.get(api), row.get("runc"))
+                row[api + "/crun"] = ratio(row.get(api), row.get("crun"))
         if "maka-nouserns" in row:
             row["maka/maka-nouserns"] = ratio(row.get("maka"), row.get("maka-nouserns"))
         if "direct" in row:
@@ -179,6 +184,9 @@ def main():
         if "maka-api" in row:
             lines.append([f"  maka through the Go API (one process)", cell(row["maka-api"]), "", "",
                           r(row["maka-api/runc"]), r(row["maka-api/crun"])])
+        if "maka-pool" in row:
+            lines.append([f"  maka through the Go API, from a warm pool", cell(row["maka-pool"]), "", "",
+                          r(row["maka-pool/runc"]), r(row["maka-pool/crun"])])
         if "direct" in row:
             lines.append([f"  direct, from the guest's host side (maka/direct {r(row['maka/direct'])})",
                           cell(row["direct"]), "", "", "", ""])

@@ -12,7 +12,7 @@ bats_require_minimum_version 1.5.0
   echo "$output"
   [ "$status" -eq 0 ]
   # every guest test ran: none skipped, none missing
-  [ "$(grep -c '^--- PASS: TestGuest' <<<"$output")" -eq 8 ]
+  [ "$(grep -c '^--- PASS: TestGuest' <<<"$output")" -eq 9 ]
   ! grep -q '^--- SKIP' <<<"$output"
 }
 
@@ -77,6 +77,68 @@ bg" ]
   assert_nothing_left cli-bounded
 }
 
+@test "maka spec --tool: maka's agent is the init, maka exec starts commands through it (status, stdio, signals, --detach, --pid-file, bounded), other users take libcontainer's path, no command ends it, maka kill does" {
+  local b=$BATS_TEST_TMPDIR/tool pid cpid mpid rc=0
+  mkdir -p "$b"
+  run "$MAKA_BINARY" spec --tool --bundle "$b"
+  [ "$status" -eq 0 ]
+  jq -e '.process.args == ["/bin/sh", "-c", "while :; do sleep 3600 & wait; done"] and (.process.terminal // false) == false' "$b/config.json"
+  update_config "$b" '.root.path = $r' --arg r "$MAKA_ROOTFS"
+  maka_io run -d --bundle "$b" tool1
+  pid=$(container_pid tool1)
+  # The init runs the agent from its sealed memfd (libcontainer's init
+  # execs it once run has let it go); its socket for maka exec is root's
+  # alone, in the state dir.
+  for i in $(seq 100); do [[ "$(readlink /proc/$pid/exe)" == /memfd:maka-agent* ]] && break; sleep 0.1; done
+  [[ "$(readlink /proc/$pid/exe)" == /memfd:maka-agent* ]]
+  [ "$(stat -c %a "$MAKA_ROOT/tool1/agent.sock")" = 600 ]
+  # Exit status, stdout and stderr as they are; the command's parent is
+  # the agent (pid 1 inside), in the sandbox's cgroup, as the init's user.
+  run --separate-stderr maka exec tool1 sh -c 'echo "$PPID $(id -u)"; echo err >&2; exit 7'
+  [ "$status" -eq 7 ]
+  [ "$output" = "1 0" ]
+  [ "$stderr" = err ]
+  echo in | maka exec tool1 cat > "$BATS_TEST_TMPDIR/cat.out"
+  [ "$(cat "$BATS_TEST_TMPDIR/cat.out")" = in ]
+  # --detach with --pid-file: the host pid is the agent's child, running.
+  # (Its stdio is maka's, as runc's detached exec's: not bats' pipe.)
+  maka exec --detach --pid-file "$BATS_TEST_TMPDIR/pid" tool1 sleep 300 </dev/null >/dev/null 2>&1
+  cpid=$(cat "$BATS_TEST_TMPDIR/pid")
+  [ "$(ps -o ppid= -p "$cpid" | tr -d ' ')" = "$pid" ]
+  [ "$(cat /proc/$cpid/comm)" = sleep ]
+  [ "$(sed -n 's/^0:://p' /proc/$cpid/cgroup)" = "$(sed -n 's/^0:://p' /proc/$pid/cgroup)" ]
+  kill "$cpid"
+  # A signal to maka exec reaches the command.
+  "$MAKA_BINARY" --root "$MAKA_ROOT" --state-dir "$MAKA_STATE_DIR" exec tool1 \
+    sh -c 'trap "echo got TERM; exit 3" TERM; echo ready; while :; do sleep 1; done' > "$BATS_TEST_TMPDIR/sig.out" &
+  mpid=$!
+  for i in $(seq 60); do grep -q ready "$BATS_TEST_TMPDIR/sig.out" && break; sleep 0.5; done
+  kill -TERM "$mpid"
+  wait "$mpid" || rc=$?
+  [ "$rc" -eq 3 ]
+  grep -q "got TERM" "$BATS_TEST_TMPDIR/sig.out"
+  # Bounded: in a child cgroup of its own, through the agent too.
+  run maka exec --timeout 60s tool1 sh -c 'echo $PPID; cat /proc/self/cgroup'
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = 1 ]
+  [[ "${lines[1]}" == *"/maka-cmd-"* ]]
+  # Another user than the init's is not the agent's to give: libcontainer's
+  # path (its process is not the agent's child).
+  run maka exec --user 1000:1000 tool1 sh -c 'id -u; echo $PPID'
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = 1000 ]
+  [ "${lines[1]}" = 0 ]
+  # No command ends the sandbox by signalling its init.
+  run maka exec tool1 sh -c 'kill -TERM 1; kill -INT 1; kill -HUP 1; kill -KILL 1; kill -STOP 1; sleep 1; echo sent'
+  [ "$output" = sent ]
+  [ "$(maka state tool1 | jq -r .status)" = running ]
+  # maka kill's SIGTERM, from outside, does.
+  maka kill tool1
+  wait_for_status tool1 stopped
+  maka delete tool1
+  assert_nothing_left tool1
+}
+
 @test "maka purge --scope: a live owner's sandbox is busy and kept, a dead owner's is destroyed, nothing is left; another scope is not touched" {
   local out=$BATS_TEST_TMPDIR/owner.out pid i
   # An agent (the package's test binary) launches an owned sandbox on the
@@ -118,4 +180,38 @@ bg" ]
   run maka purge
   [ "$status" -ne 0 ]
   [[ "$output" == *"scope"* ]]
+}
+
+@test "an embedding program with a warm pool crashes: recover reaps its pool and its sandbox, nothing is left (issue 26 item 8)" {
+  local out=$BATS_TEST_TMPDIR/owner.out pid i id pool
+  MAKA_GUEST_TESTS=1 MAKA_ROOTFS="$MAKA_ROOTFS" MAKA_OWNER_SCOPE=ws-pool MAKA_OWNER_ID=own-pool \
+    MAKA_OWNER_PREWARM=2 MAKA_OWNER_ROOT="$MAKA_ROOT" MAKA_OWNER_STATE_DIR="$MAKA_STATE_DIR" \
+    "$MAKA_FIXTURES/sandbox.test" -test.run '^TestOwnerProcess$' -test.timeout 0 >"$out" 2>&1 3>&- &
+  pid=$!
+  for i in $(seq 240); do
+    grep -q '^prewarmed 2' "$out" && break
+    kill -0 "$pid" 2>/dev/null || { cat "$out"; false; }
+    sleep 0.5
+  done
+  grep -q '^prewarmed 2' "$out"
+  pool=$(maka list -q | grep '^pool-' || true)
+  echo "pool: $pool"
+  [ "$(wc -w <<<"$pool")" -eq 2 ]
+  # The pool's idle sandboxes answer: they are live sandboxes, not records.
+  for id in $pool; do
+    run maka exec "$id" true
+    [ "$status" -eq 0 ]
+  done
+  # The embedding program dies without Close (SIGKILL).
+  kill -9 "$pid"
+  wait "$pid" || true
+  run --separate-stderr maka recover --format json
+  echo "$output"
+  echo "$stderr"
+  [ "$status" -eq 0 ]
+  for id in own-pool $pool; do
+    jq -e --arg id "$id" 'any(.[]; .id == $id)' <<<"$output"
+    assert_nothing_left "$id"
+  done
+  [ -z "$(maka list -q)" ]
 }

@@ -191,7 +191,7 @@ tree_sum() {
   (cd "$1" && find . -printf '%p %y %m %U %G %s\n' | sort && find . -type f -exec sha256sum {} + | sort) | sha256sum
 }
 
-@test "standard images run as they are: mount points the root lacks are made by maka outside it, the root (a read-only bind) never written" {
+@test "standard images run as they are: mount points the root lacks are made by maka outside it, the root (a read-only bind) never written, its own mount nosuid,nodev" {
   # An image like busybox's or Debian's: no /run, /maka/work, /tmp, /mnt;
   # /var/run a symlink to /run.
   local img=$BATS_TEST_TMPDIR/image ro=$BATS_TEST_TMPDIR/ro-rootfs
@@ -211,6 +211,7 @@ tree_sum() {
   make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'echo ok > /tmp/f && cat /tmp/f; cd /maka/work && pwd;
     test -d /nowhere && test -d /a/b/c && test -d /run/x && echo dirs-ok;
     touch /pwn /etc/pwn /a/pwn 2>&1 | grep -c "Read-only file system"; stat -c "%u %a" / /etc /usr/bin/busybox; ls /;
+    echo root: $(awk "\$5 == \"/\" {print \$6}" /proc/self/mountinfo);
     echo mask: $(cat /testfile | wc -c) $(ls -A /testdir | wc -l) $(grep -c " /testfile " /proc/self/mountinfo) $(grep -c " /testdir " /proc/self/mountinfo)'
   update_config "$BATS_TEST_TMPDIR/b" '.root.path = $ro
     | .linux.maskedPaths += ["/testdir", "/testfile"]
@@ -238,6 +239,10 @@ tree_sum() {
     [[ " $(echo "${lines[@]:7}") " == *" $e "* ]]
   done
   [ "${lines[-1]}" = "mask: 0 0 1 1" ]
+  # The root's own mount (the overlay) is nosuid,nodev, as runc keeps them
+  # (runc's mounts.bats).
+  [[ "${lines[-2]}" == "root: "* && ",${lines[-2]#root: }," == *,ro,* && ",${lines[-2]#root: }," == *,nosuid,* &&
+     ",${lines[-2]#root: }," == *,nodev,* ]]
   [ "$(tree_sum "$img")" = "$before" ]
   # Nothing left: no record, no scaffold.
   [ ! -e "$MAKA_ROOT/bd-ro" ]
@@ -252,16 +257,20 @@ tree_sum() {
   [ ! -e "$MAKA_ROOT/bd-mp" ]
 }
 
-@test "a root on a read-only filesystem maka does not idmap (ramfs) runs with the host's root's files as nobody" {
+@test "a root on a read-only filesystem maka does not idmap (ramfs) runs with the host's root's files as nobody; the scaffold's mount is nosuid,nodev as the image's" {
   local r=$BATS_TEST_TMPDIR/ramfs d
   mkdir -p "$r"
-  mount -t ramfs -o mode=0755 ramfs "$r"
+  mount -t ramfs -o nosuid,nodev,mode=0755 ramfs "$r"
   cp -a "$MAKA_ROOTFS/." "$r"
-  mount -o remount,ro "$r"
+  mount -o remount,ro,nosuid,nodev "$r"
   d=$(dirname "$r")
   while [ "$d" != / ]; do chmod o+x "$d"; d=$(dirname "$d"); done
-  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'stat -c %u /bin/sh; touch /pwn 2>&1 | grep -c "Read-only file system"; cat /proc/self/uid_map'
-  update_config "$BATS_TEST_TMPDIR/b" '.root.path = $r' --arg r "$r"
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'stat -c %u /bin/sh; touch /pwn 2>&1 | grep -c "Read-only file system"; cat /proc/self/uid_map;
+    echo root: $(awk "\$5 == \"/\" {print \$6}" /proc/self/mountinfo)'
+  # A mount point the root lacks: maka assembles the root (a scaffold:
+  # the overlay needs an idmapped root).
+  update_config "$BATS_TEST_TMPDIR/b" '.root.path = $r
+    | .mounts += [{destination: "/nowhere", type: "tmpfs", source: "tmpfs", options: ["size=1m"]}]' --arg r "$r"
   run maka boundary --bundle "$BATS_TEST_TMPDIR/b"
   [ "$status" -eq 0 ]
   [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"(read-only, not idmapped: its root's files show as nobody)"* ]]
@@ -271,6 +280,9 @@ tree_sum() {
   [ "$status" -eq 0 ]
   [ "${lines[0]}" = 65534 ]
   [ "${lines[1]}" = 1 ]
+  # The root here is maka's scaffold (entries bound from the ramfs): its
+  # own mount is nosuid,nodev as the image's (runc's mounts.bats).
+  [[ "${lines[-1]}" == "root: "* && ",${lines[-1]#root: }," == *,nosuid,* && ",${lines[-1]#root: }," == *,nodev,* ]]
   [ ! -e "$MAKA_ROOT/bd-ramfs" ]
 }
 

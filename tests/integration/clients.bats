@@ -17,6 +17,9 @@ bats_require_minimum_version 1.5.0
 
 IMG=localhost/busybox:latest
 RUNTIMES="runc maka"
+# make soak's repeated OOM test with more rounds, delays or load than fit
+# the default: MAKA_OOM_TIMEOUT seconds per test.
+[ -z "${MAKA_OOM_TIMEOUT:-}" ] || BATS_TEST_TIMEOUT=$MAKA_OOM_TIMEOUT
 
 # pm RUNTIME ARGS...: podman with runc (Debian's) or maka (containers.conf's table).
 pm() {
@@ -373,29 +376,24 @@ left: 0
   [ "$output" = "$(cat "$BATS_FILE_TMPDIR/ctr-lifecycle.runc")" ]
 }
 
+# containerd 1.6's runc v2 shim reads memory.events only after an inotify
+# event, through a watch it adds after `start` returns, in a goroutine of
+# its own, and stops reading once the cgroup is empty or gone: its
+# /tasks/oom is best effort. make soak's repeated test (clients.bats,
+# below) saw it missed for runc and for maka on a loaded guest, with the
+# task kept or removed, 1 s or 3 s after start (docs/clients.md). So each
+# runtime gets three tries here; an event that never comes through maka in
+# three is maka's failure.
 @test "containerd: an out-of-memory kill reaches ctr events as /tasks/oom with exit status 137, with runc and maka" {
-  local rt bin
+  local rt out try
   for rt in $RUNTIMES; do
-    bin=$(runtime_binary $rt)
-    ctr events > "$BATS_TEST_TMPDIR/events.$rt" 2>&1 3>&- &
-    local evpid=$!
-    # The shim watches memory.events only once start has returned: an
-    # OOM kill before that is not reported (seen with both runtimes under
-    # a loaded host). The process waits a second before it allocates.
-    run ctrt $rt oom run --rm --runc-binary "$bin" --memory-limit 16777216 "$IMG" co-$rt \
-      sh -c 'sleep 1; x=a; while true; do x=$x$x; done'
-    sleep 1
-    kill $evpid
-    wait $evpid || true
-    cat "$BATS_TEST_TMPDIR/events.$rt"
-    [ "$status" -eq 137 ]
-    # runc's shim missed the event once in CI (its memory.events watch
-    # raced the cgroup's removal): required of maka, only noted for runc.
-    if ! grep -q "/tasks/oom {\"container_id\":\"co-$rt\"}" "$BATS_TEST_TMPDIR/events.$rt"; then
-      [ "$rt" = runc ] || return 1
-      echo "# runc: no /tasks/oom event this time" >&3
-    fi
-    grep -q "/tasks/exit {\"container_id\":\"co-$rt\".*\"exit_status\":137" "$BATS_TEST_TMPDIR/events.$rt"
+    for try in 1 2 3; do
+      out=$(oom_round "$rt" "co-$rt-$try" keep 3)
+      echo "[$rt, try $try] $out"
+      grep -q "/tasks/exit {\"container_id\":\"co-$rt-$try\".*\"exit_status\":137" <<<"$out"
+      [[ "$out" != "oom 137"* ]] || break
+    done
+    [[ "$out" == "oom 137"* ]]
   done
 }
 
@@ -497,4 +495,69 @@ dir-ok" ]
 dir-ok" ]
   [ ! -e "$wr/.containerenv" ]
   [ ! -e "$wr/nowhere" ]
+}
+
+# oom_round RUNTIME ID RM DELAY: one out-of-memory kill through containerd
+# (with --rm when RM is "rm", else the task is kept until the check), the
+# process allocating DELAY seconds after its start; prints "oom" or
+# "no-oom", then maka's journal and the events seen.
+oom_round() {
+  local rt=$1 c=$2 rm=$3 delay=$4 bin ev evpid st i
+  bin=$(runtime_binary "$rt")
+  ev=$BATS_TEST_TMPDIR/ev.$c
+  ctr events > "$ev" 2>&1 3>&- &
+  evpid=$!
+  local rmflag=(--rm)
+  [ "$rm" = rm ] || rmflag=()
+  st=0
+  ctr run "${rmflag[@]}" --runc-binary "$bin" --memory-limit 16777216 "$IMG" "$c" \
+    sh -c "sleep $delay; "'x=a; while true; do x=$x$x; done' >/dev/null 2>&1 || st=$?
+  for i in $(seq 50); do
+    grep -q "/tasks/oom {\"container_id\":\"$c\"}" "$ev" && break
+    sleep 0.1
+  done
+  if grep -q "/tasks/oom {\"container_id\":\"$c\"}" "$ev"; then echo "oom $st"; else echo "no-oom $st"; fi
+  if [ "$rm" != rm ]; then
+    [ "$rt" != maka ] || "$bin" --root /run/containerd/runc/default violations "$c" 2>&1 | tail -3
+    ctr task delete "$c" >/dev/null 2>&1 || true
+    ctr container delete "$c" >/dev/null 2>&1 || true
+  fi
+  kill "$evpid"; wait "$evpid" 2>/dev/null || true
+  grep -E "/tasks/(oom|exit)" "$ev" | sed 's/^/  /'
+}
+
+# bats test_tags=soak
+@test "soak: an out-of-memory kill reaches ctr events as /tasks/oom, MAKA_OOM_ROUNDS rounds per runtime: with the task kept and removed; maka misses no more than runc (the shim's races)" {
+  local rt r n=${MAKA_OOM_ROUNDS:-2} out hogs=() h d delays=${MAKA_OOM_DELAYS:-3} key mode
+  # MAKA_OOM_LOAD=N: N busy loops beside the rounds, as a loaded CI host
+  # starves the guest (the races need it); MAKA_OOM_DELAYS: the seconds
+  # the process waits before it allocates (1 shows the late watch).
+  for h in $(seq "${MAKA_OOM_LOAD:-0}"); do
+    sh -c 'while :; do :; done' 3>&- &
+    hogs+=($!)
+  done
+  declare -A missed=()
+  for r in $(seq "$n"); do
+    for d in $delays; do
+      for rt in $RUNTIMES; do
+        for mode in keep rm; do
+          out=$(oom_round "$rt" "oom-$rt-$mode-$d-$r" "$mode" "$d")
+          echo "[$rt $mode delay $d, round $r] $out"
+          key="$mode $d $rt"
+          missed[$key]=${missed[$key]:-0}
+          [[ "$out" == "oom 137"* ]] || missed[$key]=$((missed[$key] + 1))
+        done
+      done
+    done
+  done
+  [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}"
+  for key in "${!missed[@]}"; do echo "missed ($key): ${missed[$key]} of $n"; done
+  # The shim's misses are the same for every runtime: maka may lose no more
+  # than runc does (all modes and delays), give or take two.
+  local m=0 rc=0
+  for key in "${!missed[@]}"; do
+    if [[ $key == *maka ]]; then m=$((m + missed[$key])); else rc=$((rc + missed[$key])); fi
+  done
+  echo "maka missed $m, runc $rc"
+  [ "$m" -le $((rc + 2)) ]
 }

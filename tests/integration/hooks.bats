@@ -150,7 +150,11 @@ order() {
 @test "a failing poststart hook fails start and stops the container; the hooks after it do not run (runtime spec 1.3, runc)" {
   local b=$BATS_TEST_TMPDIR/b
   hooks_bundle "$b"
-  update_config "$b" '.hooks.poststart = [{path: "/bin/sh", args: ["sh", "-c", "echo poststart-broke >&2; exit 4"]}] + .hooks.poststart'
+  # startContainer runs in the init after start has read the exec fifo, so
+  # it races with the host's poststart hooks (runc's order too): the failing
+  # hook waits (up to 20 s) for its line, or the kill that follows the
+  # failure could come first and the order below would be a coin toss.
+  update_config "$b" '.hooks.poststart = [{path: "/bin/sh", args: ["sh", "-c", "i=0; while ! grep -qx startContainer \"$1\" && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done; echo poststart-broke >&2; exit 4", "sh", ($log + "/order")]}] + .hooks.poststart' --arg log "$b/log"
   run maka_io create -b "$b" hk-post
   [ "$status" -eq 0 ]
   run --separate-stderr maka start hk-post

@@ -13,7 +13,8 @@ MiB=1048576
 setup_file() {
   maka_setup_file
   require_cgroup2_file
-  # The guest has no block device: io.max needs one.
+  # A loop device of the file's own for io.max (the guest's /dev/vda is
+  # shared with runc's suite).
   modprobe loop 2>/dev/null || true
   truncate -s 64M "$BATS_FILE_TMPDIR/disk"
   LOOPDEV=$(losetup -f --show "$BATS_FILE_TMPDIR/disk")

@@ -144,6 +144,29 @@ wait_for_status_rl() {
   run as_rl delete -f r6
   [ "$status" -eq 0 ]
   [ -z "$(find /home/rl/.local/share/maka/roots -name r6)" ]
+  # A tool sandbox: what maka exec starts goes through its agent and keeps
+  # the init's filter, so an exec'd command's violation is recorded too
+  # (libcontainer's exec path cannot hand a rootless exec's listener over).
+  local t=/home/rl/b4
+  mkdir -p "$t"
+  jq '.process.args = ["/bin/sh", "-c", "while :; do sleep 3600 & wait; done"]' "$RL_BUNDLE/config.json" > "$t/config.json"
+  chown -R rl: "$t"
+  run as_rl run -d -b "$t" r8
+  [ "$status" -eq 0 ]
+  run as_rl exec r8 sh -c 'echo $PPID'
+  [ "$output" = 1 ]
+  [[ "$(readlink /proc/$(as_rl state r8 | jq -r .pid)/exe)" == /memfd:maka-agent* ]]
+  run as_rl exec r8 unshare -U true
+  [ "$status" -ne 0 ]
+  for i in $(seq 20); do
+    run as_rl violations --format json r8
+    [[ "$output" == *unshare* ]] && break
+    sleep 1
+  done
+  echo "$output"
+  [ "$(jq -r '.[0].syscall' <<<"$output")" = unshare ]
+  run as_rl delete -f r8
+  [ "$status" -eq 0 ]
   # A create killed after its record is published: the user's recover
   # reaps it, leaving no cgroup, state, record or scaffold.
   RL_ENV=MAKA_TEST_CRASH_AT=create:record-published as_rl create -b "$b" r7 || rc=$?

@@ -130,10 +130,11 @@ refused() {
   base=$(snapshot)
   want='--resources unified["memory.max"]: unlimited memory' refused -r - <<<'{"unified": {"memory.max": "max"}}'
   want='--resources unified["memory.min"]: 4294967296 is above the memory limit' refused -r - <<<'{"unified": {"memory.min": "4294967296"}}'
-  for doc in '{"unified": {"pids.max": "max", "cpu.max": "max 100000"}}' '{"unified": {"io.max": "8:0 rbps=1"}}' \
+  for doc in '{"unified": {"pids.max": "max", "cpu.max": "max 100000"}}' '{"unified": {"io.latency": "8:0 target=10"}}' \
       '{"unified": {"cpu.weight": "0"}}' '{"unified": {"memory.high": "0"}}' \
       '{"cpu": {"realtimeRuntime": 1000}}' '{"hugepageLimits": [{"pageSize": "2MB", "limit": 1073741824}]}' \
-      '{"blockIO": {"throttleReadBpsDevice": [{"major": 8, "minor": 0, "rate": 1}]}}' '{"cpu": {"mems": "0,x"}}' \
+      '{"blockIO": {"throttleReadBpsDevice": [{"major": 8, "minor": 0, "rate": 0}]}}' '{"unified": {"io.max": "8:0 rbps=0"}}' \
+      '{"blockIO": {"leafWeight": 500}}' '{"cpu": {"mems": "0,x"}}' \
       '{"unified": {"cpuset.cpus": "0-"}}'; do
     want="--resources" refused --resources - <<<"$doc"
   done
@@ -426,4 +427,30 @@ EOF
   jq -e '.boundary.cgroup.cpuBurst == null' "$rec"
   run maka update --cpuset-cpus 0-1 u1
   [ "$status" -eq 0 ]
+}
+
+@test "update changes per-device block IO as runc's update.bats does: throttles by device, io.max by name, shown in the contract" {
+  local dev major minor rec
+  dev=$(cat /sys/block/vda/dev 2>/dev/null) || skip "no block device /dev/vda (tests/vm/run.sh gives the guest one)"
+  [ -e "$U1_CGROUP/io.max" ] || skip "no io.max (io controller missing)"
+  major=${dev%:*} minor=${dev#*:}
+  rec=$(find "$MAKA_STATE_DIR" -name u1.json -path '*/records/*')
+  run maka update -r - u1 <<EOF
+{"blockIO": {
+  "throttleReadBpsDevice": [{"major": $major, "minor": $minor, "rate": 10485760}],
+  "throttleWriteBpsDevice": [{"major": $major, "minor": $minor, "rate": 9437184}],
+  "throttleReadIOPSDevice": [{"major": $major, "minor": $minor, "rate": 1000}],
+  "throttleWriteIOPSDevice": [{"major": $major, "minor": $minor, "rate": 900}]}}
+EOF
+  echo "$output"
+  [ "$status" -eq 0 ]
+  expect io.max "$dev rbps=10485760 wbps=9437184 riops=1000 wiops=900"
+  # By name: the device's entries are replaced, the others stay.
+  run maka update -r - u1 <<<"{\"unified\": {\"io.max\": \"$dev riops=333 wiops=max\"}}"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  expect io.max "$dev rbps=10485760 wbps=9437184 riops=333 wiops=max"
+  jq -e --argjson ma "$major" --argjson mi "$minor" '.boundary.cgroup.blockIO |
+      .throttleReadBpsDevice == [{major: $ma, minor: $mi, rate: 10485760}] and
+      .throttleReadIOPSDevice == [{major: $ma, minor: $mi, rate: 333}]' "$rec"
 }

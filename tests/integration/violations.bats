@@ -126,6 +126,29 @@ assert_sandbox_gone() {
   jq -e '[.[] | .syscall] == ["mount", "unshare", "clone", "ptrace", "bpf", "finit_module"]' <<<"$output"
 }
 
+@test "the 32-bit and x32 ABIs meet the same filter: unshare through int 0x80 and with the x32 bit is refused with EPERM and recorded, the sandbox has no new user namespace (x86_64)" {
+  [ "$(uname -m)" = x86_64 ] || skip "x86_64's compatibility ABIs"
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'readlink /proc/self/ns/user; escape ia32-unshare x32-unshare; readlink /proc/self/ns/user; echo done'
+  run_detached "$BATS_FILE_TMPDIR/deny.json" vd-abi "$BATS_TEST_TMPDIR/b"
+  out=$(cat "$BATS_TEST_TMPDIR/vd-abi.out")
+  echo "$out"
+  [[ "$out" == *done* ]]
+  grep -q '^ia32-unshare pid=[0-9]* ret=-1 errno=EPERM' <<<"$out"
+  grep -q '^x32-unshare pid=[0-9]* ret=-1 errno=EPERM' <<<"$out"
+  # the same user namespace before and after
+  [ "$(grep -c '^user:' <<<"$out")" -eq 2 ]
+  [ "$(grep '^user:' <<<"$out" | sort -u | wc -l)" -eq 1 ]
+  run violations vd-abi
+  echo "$output"
+  [ "$status" -eq 0 ]
+  # Each recorded once, denied; a call of another ABI is named by its
+  # number and architecture, never by the native table's name for it.
+  jq -e 'length == 2 and all(.[]; .type == "syscall" and .action == "deny" and .errno == "EPERM" and .comm == "escape")
+      and .[0].syscall == "syscall_310/arch_0x40000003"' <<<"$output"
+  maka delete vd-abi
+  assert_nothing_left vd-abi
+}
+
 @test "a foreground run under deny says what was denied when it exits; its records outlive it until pruned" {
   make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'escape unshare mount unshare; echo done'
   run --separate-stderr maka --policy "$BATS_FILE_TMPDIR/deny.json" run --bundle "$BATS_TEST_TMPDIR/b" vd-fg

@@ -47,7 +47,10 @@
 # - Times in the guest are emulated: compare only ratios measured in one run.
 # - CMD has no controlling terminal: tests of a foreground run/exec with a tty
 #   need one (e.g. `script -qec ... /dev/null`), or runtimes fail on /dev/tty.
-# - The guest has no block device: io.max/io.weight tests need one (losetup a file).
+# - The guest has one block device, /dev/vda: an empty 64 MiB disk, a sparse
+#   file of the run's directory (runc's suite takes the first disk `lsblk -d`
+#   lists for its io.max test).  stage2 loads virtio_blk, loop and bfq (no udev
+#   loads them): losetup and the bfq scheduler work too.
 # - A fresh guest's root cgroup has no children: probes of controller files
 #   (cpu.idle, memory.swap.max, io.weight) must look in a child cgroup.
 set -euo pipefail
@@ -122,6 +125,7 @@ share=$(cd "${VM_SHARE:-$PWD}" && pwd -P)
 echo "$share" > "$run/share"
 echo "$kdir/root/lib/modules" > "$run/kmods"
 install -m 755 "$here/stage2.sh" "$run/stage2"
+truncate -s 64M "$run/disk.img"   # sparse: /dev/vda in the guest
 (cd "$kdir/initramfs" && find . | cpio -o -H newc --quiet) > "$run/initrd.img"   # ~0.1 s
 flock -u 9
 [ ! -t 1 ] || touch "$run/tty"
@@ -154,6 +158,7 @@ timeout "${VM_TIMEOUT:-1800}" qemu-system-x86_64 "${acc[@]}" \
   -serial "file:$run/console.log" \
   -device virtio-serial-pci -chardev stdio,id=out,signal=off -device virtconsole,chardev=out \
   -device virtio-rng-pci \
+  -drive "file=$run/disk.img,format=raw,if=virtio,cache=unsafe" \
   -virtfs "local,path=/,mount_tag=hostroot,readonly=on,$p9" \
   -virtfs "local,path=$run,mount_tag=vmrun,$p9" \
   -virtfs "local,path=$share,mount_tag=share,$p9" || rc=$?
