@@ -8,8 +8,9 @@ import (
 // kernelSeccompArchs are the architectures, in libcontainer's names, that
 // a kernel of maka's own architecture can present to a seccomp filter
 // (seccomp_data.arch): its own, and its 32-bit compatibility ABI (x32
-// calls carry x86_64's arch with a bit in the number: libseccomp keeps
-// them apart only when x32 is in the filter). nil: not narrowed.
+// calls carry x86_64's arch with a bit in the number: with x32 in the
+// filter they meet its rules, without it libcontainer's -ENOSYS stub
+// answers them). An architecture not listed here is not narrowed.
 var kernelSeccompArchs = map[string][]string{
 	"amd64":   {"amd64", "x86", "x32"},
 	"arm64":   {"arm64", "arm"},

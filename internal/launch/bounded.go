@@ -384,19 +384,16 @@ func acquireExecSlot(ctx context.Context, dir string) (release func(), err error
 // command whose deadline passes while it waits never runs
 // (ErrNotDispatched).
 func ExecQueued(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, stdio Stdio, limit int64, destroy func() error) (*Output, error) {
-	release, err := acquireExecSlot(ctx, ctr.StateDir())
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("sandbox %s: %w: it waited for the sandbox until %w", ctr.ID(), ErrNotDispatched, ctx.Err())
-		}
-		return nil, fmt.Errorf("sandbox %s: %w", ctr.ID(), err)
-	}
-	defer release()
-	return RunBounded(ctx, ctr, ps, stdio, limit, destroy)
+	return queued(ctx, ctr, func() (*Output, error) { return RunBounded(ctx, ctr, ps, stdio, limit, destroy) })
 }
 
 // ExecQueuedAgent is ExecQueued through the sandbox's resident agent.
 func ExecQueuedAgent(ctx context.Context, ctr *libmaka.Container, cl *agent.Client, ps *specs.Process, stdio Stdio, limit int64, destroy func() error) (*Output, error) {
+	return queued(ctx, ctr, func() (*Output, error) { return RunAgent(ctx, ctr, cl, ps, stdio, limit, destroy) })
+}
+
+// queued runs run once ctr's exec slot is free (the one wait of both).
+func queued(ctx context.Context, ctr *libmaka.Container, run func() (*Output, error)) (*Output, error) {
 	release, err := acquireExecSlot(ctx, ctr.StateDir())
 	if err != nil {
 		if ctx.Err() != nil {
@@ -405,5 +402,5 @@ func ExecQueuedAgent(ctx context.Context, ctr *libmaka.Container, cl *agent.Clie
 		return nil, fmt.Errorf("sandbox %s: %w", ctr.ID(), err)
 	}
 	defer release()
-	return RunAgent(ctx, ctr, cl, ps, stdio, limit, destroy)
+	return run()
 }
