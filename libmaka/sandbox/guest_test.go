@@ -469,16 +469,28 @@ func TestGuestRecoverAndRelaunch(t *testing.T) {
 		_ = json.Unmarshal([]byte(out), &st)
 		return st.Status
 	}
-	record := func() *libmaka.ContainerRecord {
+	type decoded struct {
+		*libmaka.ContainerRecord
+		Boundary *libmaka.Boundary
+		Policy   *libmaka.Policy
+	}
+	record := func() decoded {
 		store, err := m.rt.Store(false)
 		if err != nil || store == nil {
 			t.Fatalf("the store: %v", err)
 		}
 		rec, err := store.Get(id)
-		if err != nil {
+		if err != nil || rec == nil {
 			t.Fatalf("the record: %v", err)
 		}
-		return rec
+		d := decoded{ContainerRecord: rec}
+		if d.Boundary, err = rec.Boundary.Get(); err != nil || d.Boundary == nil {
+			t.Fatalf("the record's boundary: %v", err)
+		}
+		if d.Policy, err = rec.Policy.Get(); err != nil || d.Policy == nil {
+			t.Fatalf("the record's policy: %v", err)
+		}
+		return d
 	}
 	// lose kills the sandbox's processes, its monitor and the monitor's
 	// guard, removes the sandbox's cgroup and wipes its runtime state, as a

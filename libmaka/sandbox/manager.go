@@ -319,7 +319,12 @@ func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *launch.Owne
 func (s *Sandbox) ID() string { return s.launched.Container.ID() }
 
 // Boundary is the contract the sandbox was launched under.
-func (s *Sandbox) Boundary() *libmaka.Boundary { return s.launched.Container.Record.Boundary }
+func (s *Sandbox) Boundary() *libmaka.Boundary {
+	// A Sandbox is made only by launch.Run, whose record holds the
+	// boundary it compiled: Get decodes nothing and cannot fail.
+	b, _ := s.launched.Container.Record.Boundary.Get()
+	return b
+}
 
 // Violations are the sandbox's violation records so far, identical ones
 // folded (Record.Repeat, Record.Last) as `maka violations` shows them.
