@@ -90,6 +90,16 @@ func (rt *Runtime) FailClosed(id string) error {
 	return rt.failClosed(rec)
 }
 
+// FailClosed is Runtime.FailClosed for the id op holds, on the record Begin
+// read under op's lock: the command that holds the lock reads its record
+// once.
+func (op *Op) FailClosed() error {
+	if op.Record == nil || op.rt == nil {
+		return nil
+	}
+	return op.rt.failClosed(op.Record)
+}
+
 func (rt *Runtime) failClosed(rec *ContainerRecord) error {
 	stateDir := filepath.Join(rec.Root, rec.ID)
 	reason, kind := failClosedReason(rec, monitor.MonitorStatus(stateDir), time.Now())
