@@ -109,9 +109,8 @@ func execProcess(c *cli.Context) (int, error) {
 		return 1, err
 	}
 	defer op.End()
-	if ctr.Record.Boundary == nil {
-		// No contract: nothing to hold the command to, so no command.
-		return 1, fmt.Errorf("container %s: its contract (maka.json in its state dir) is missing or holds no boundary: exec cannot be held to the policy the container was created under, and is refused (maka delete it and create it again)", ctr.ID())
+	if !ctr.Record.Boundary.Held() {
+		return 1, fmt.Errorf("container %s: %w", ctr.ID(), launch.ErrNoContract)
 	}
 	if changed, err := ctr.RootlessExecFilter(); err != nil {
 		return 1, err
@@ -134,21 +133,18 @@ func execProcess(c *cli.Context) (int, error) {
 	case status == libmaka.Paused && !c.Bool("ignore-paused"):
 		return 1, fmt.Errorf("cannot exec in a paused container %s (use --ignore-paused to override): %w", ctr.ID(), libmaka.ErrWrongState)
 	}
-	ps, err := execSpec(c, ctr.Record)
+	// Held to the policy the container was created under and to its
+	// boundary.
+	base, b, pol, err := launch.ExecBase(&ctr.Record)
+	if err != nil {
+		return 1, fmt.Errorf("container %s: %w", ctr.ID(), err)
+	}
+	ps, err := execSpec(c, base)
 	if err != nil {
 		return 1, err
 	}
-	// Held to the policy the container was created under (a record from
-	// a maka that kept only the profile: that built-in profile) and to
-	// its boundary.
-	pol := ctr.Record.Policy
-	if pol == nil {
-		if pol, err = libmaka.BuiltinPolicy(ctr.Record.Boundary.Profile); err != nil {
-			return 1, err
-		}
-	}
-	ps.Env = launch.ExecHome(ps.Env, ctr.Record.Boundary, ps.User.UID, c.String("process") == "", c.StringSlice("env"))
-	if err := specconv.CheckExec(libmaka.ThisHost(), ps, pol, ctr.Record.Boundary); err != nil {
+	ps.Env = launch.ExecHome(ps.Env, b, ps.User.UID, c.String("process") == "", c.StringSlice("env"))
+	if err := specconv.CheckExec(libmaka.ThisHost(), ps, pol, b); err != nil {
 		return 1, err
 	}
 	// A sandbox whose init is maka's agent starts its commands through it:
@@ -239,7 +235,7 @@ func parseProcessFile(path string, data []byte) (*specs.Process, error) {
 
 // execSpec builds the process to exec: --process, or the init's process
 // spec with the command line and flags applied.
-func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
+func execSpec(c *cli.Context, base specs.Process) (*specs.Process, error) {
 	if path := c.String("process"); path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -255,7 +251,7 @@ func execSpec(c *cli.Context, rec libmaka.Record) (*specs.Process, error) {
 	if len(args) == 0 {
 		return nil, fmt.Errorf("exec: no command given (and no --process)")
 	}
-	p := processSpecOrDefault(rec)
+	p := base
 	p.Args = args
 	p.Terminal = c.Bool("tty")
 	p.ConsoleSize = nil
@@ -381,8 +377,10 @@ func execBounded(c *cli.Context, ctr *libmaka.Container, ps *specs.Process, cl *
 	}
 	// The longest deadline is the policy's the sandbox was created under.
 	longest := sandbox.DefaultMaxTimeout
-	if ctr.Record.Policy != nil {
-		longest = ctr.Record.Policy.CommandTimeout()
+	if pol, err := libmaka.RecordedPolicy(&ctr.Record.Policy, &ctr.Record.Boundary); err != nil {
+		return 1, fmt.Errorf("container %s: %w", ctr.ID(), err)
+	} else if pol != nil {
+		longest = pol.CommandTimeout()
 	}
 	timeout := c.Duration("timeout")
 	switch {
@@ -431,6 +429,16 @@ func execBounded(c *cli.Context, ctr *libmaka.Container, ps *specs.Process, cl *
 	return res.ExitCode, nil
 }
 
+// initProcess is the init's process spec as maka.json keeps it (nil if it
+// keeps none or cannot be read: then no command goes through the agent).
+func initProcess(ctr *libmaka.Container) *specs.Process {
+	p, err := ctr.Record.Process.Get()
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
 // agentClient is a client of the sandbox's agent for ps, or nil when its
 // init is not the agent or ps needs libcontainer's path (launch.AgentCan,
 // and the flags only that path has). A sandbox whose init is the agent but
@@ -438,7 +446,7 @@ func execBounded(c *cli.Context, ctr *libmaka.Container, ps *specs.Process, cl *
 // other way.
 func agentClient(c *cli.Context, ctr *libmaka.Container, ps *specs.Process, status libmaka.Status) (*agent.Client, error) {
 	if status != libmaka.Running || c.IsSet("cgroup") || c.Int("preserve-fds") > 0 || c.String("console-socket") != "" ||
-		!launch.AgentCan(ps, ctr.Record.Process) {
+		!launch.AgentCan(ps, initProcess(ctr)) {
 		return nil, nil
 	}
 	f, err := monitor.DialAgent(ctr.StateDir())

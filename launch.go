@@ -13,7 +13,6 @@ import (
 	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/maka-runtime/maka/specconv"
 	"github.com/opencontainers/runc/libcontainer"
-	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 )
@@ -239,12 +238,4 @@ func passFds(p *libcontainer.Process, preserve int) error {
 		p.ExtraFiles = append(p.ExtraFiles, os.NewFile(uintptr(fd), "fd"+strconv.Itoa(fd)))
 	}
 	return nil
-}
-
-// processSpecOrDefault exists for exec: the init's process spec is the base.
-func processSpecOrDefault(rec libmaka.Record) specs.Process {
-	if rec.Process != nil {
-		return *rec.Process
-	}
-	return specs.Process{Cwd: "/", Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}
 }

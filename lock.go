@@ -22,7 +22,7 @@ func lockContainer(c *cli.Context) (*libmaka.Op, *libmaka.Container, error) {
 	ctr, err := rt.Load(op.ID)
 	phase.Mark("load")
 	if err == nil {
-		err = failClosed(c, rt, op.ID)
+		err = failClosed(c, op.FailClosed)
 		phase.Mark("fail-closed check")
 	}
 	if err != nil {

@@ -27,7 +27,8 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
-		_ = failClosed(c, rt, c.Args().First()) // never an error for state
+		id := c.Args().First()
+		_ = failClosed(c, func() error { return rt.FailClosed(id) }) // never an error for state
 		st, err := rt.StateOf(c.Args().First())
 		if err != nil {
 			return err

@@ -113,8 +113,12 @@ EXAMPLE:
 			return fmt.Errorf("update %s: %w", ctr.ID(), err)
 		}
 		var old *libmaka.Boundary
-		if op.Record != nil && op.Record.Boundary != nil {
-			old = op.Record.Boundary
+		if op.Record != nil {
+			if old, err = op.Record.Boundary.Get(); err != nil {
+				return fmt.Errorf("update %s: the contract record: %w", ctr.ID(), err)
+			}
+		}
+		if old != nil {
 			nb, err := specconv.ContractAfterUpdate(old, next, checked)
 			if err != nil {
 				return fmt.Errorf("update %s: %w", ctr.ID(), err)

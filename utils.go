@@ -93,7 +93,7 @@ func loadContainer(c *cli.Context) (*libmaka.Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := failClosed(c, rt, ctr.ID()); err != nil {
+	if err := failClosed(c, func() error { return rt.FailClosed(ctr.ID()) }); err != nil {
 		return nil, err
 	}
 	return ctr, nil
@@ -102,9 +102,9 @@ func loadContainer(c *cli.Context) (*libmaka.Container, error) {
 // failClosed: a sandbox whose monitor is gone is killed by whichever
 // command meets it first (libmaka/failclosed.go), which says so on
 // stderr; exec and start refuse to go on (an error), the others go on
-// with the stopped sandbox.
-func failClosed(c *cli.Context, rt *libmaka.Runtime, id string) error {
-	err := rt.FailClosed(id)
+// with the stopped sandbox. check is the runtime's check of the container.
+func failClosed(c *cli.Context, check func() error) error {
+	err := check()
 	if err == nil {
 		return nil
 	}

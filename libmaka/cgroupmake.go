@@ -20,14 +20,20 @@ import (
 // handed libcontainer; it is checked here again against the policy, and
 // config is made to agree, so no other path can be joined.
 func placeCgroup(id string, config *configs.Config, rec Record) (string, error) {
-	if rec.Policy == nil {
+	// create's record holds the values it compiled: no decode here.
+	policy, err := rec.Policy.Get()
+	if err != nil || policy == nil {
 		return "", errors.New("cgroup: no policy to place the sandbox by")
+	}
+	b, err := rec.Boundary.Get()
+	if err != nil {
+		return "", fmt.Errorf("cgroup: %w", err)
 	}
 	if config.Cgroups == nil {
 		return "", errors.New("cgroup: no cgroup configuration")
 	}
-	requested := requestedCgroup(rec.Boundary, rec.Policy, id)
-	rel, err := rec.Policy.CgroupPath(id, requested)
+	requested := requestedCgroup(b, policy, id)
+	rel, err := policy.CgroupPath(id, requested)
 	if err != nil {
 		return "", err
 	}
@@ -106,7 +112,10 @@ func (op *Op) makeCgroup(path string) error {
 	}
 	if err := os.Mkdir(path, 0o755); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			err = existingCgroupError(path, strings.TrimPrefix(path, cgroupRoot), requestedCgroup(op.Record.Boundary, op.Record.Policy, op.ID))
+			// The record create published holds its values (no decode).
+			b, _ := op.Record.Boundary.Get()
+			p, _ := op.Record.Policy.Get()
+			err = existingCgroupError(path, strings.TrimPrefix(path, cgroupRoot), requestedCgroup(b, p, op.ID))
 		}
 		return op.abandon(err)
 	}

@@ -60,12 +60,13 @@ type Record struct {
 	Poststop []specs.Hook `json:"poststop,omitempty"`
 	// Process is the init's process spec: the base of `exec` (environment,
 	// user, capabilities), so that exec never reads config.json again.
-	Process *specs.Process `json:"process,omitempty"`
+	Process Lazy[specs.Process] `json:"process,omitzero"`
 	// Boundary is the contract the container was created under, and
 	// Policy the (effective) policy it was checked against: exec is held
-	// to the same policy.
-	Boundary *Boundary `json:"boundary,omitempty"`
-	Policy   *Policy   `json:"policy,omitempty"`
+	// to the same policy. Like Process, decoded only by the commands that
+	// use them (lazy.go): every command loads this file.
+	Boundary Lazy[Boundary] `json:"boundary,omitzero"`
+	Policy   Lazy[Policy]   `json:"policy,omitzero"`
 }
 
 const recordFile = "maka.json"
@@ -308,7 +309,7 @@ func (c *Container) State() (*State, error) {
 	// The root the contract names: libcontainer's is the staged clone
 	// (or the scaffold) maka handed it, gone once the create ended.
 	rootfs := st.Config.Rootfs
-	if b := c.Record.Boundary; b != nil && b.Rootfs.Path != "" {
+	if b, err := HeadOf(&c.Record.Boundary); err == nil && b != nil && b.Rootfs.Path != "" {
 		rootfs = b.Rootfs.Path
 	}
 	return &State{

@@ -51,14 +51,26 @@ func failClosedReason(rec *ContainerRecord, mon monitor.MonitorState, now time.T
 	if mon == monitor.MonitorDead {
 		return "its monitor is gone (nothing watches its boundary or its timeout)", MonitorLost
 	}
-	var timeout int64
-	if rec.Boundary != nil {
-		timeout = rec.Boundary.Limits.Timeout
-	}
+	timeout := timeoutOf(rec)
 	if mon != monitor.MonitorAlive && timeout > 0 && now.After(rec.Created.Add(time.Duration(timeout)*time.Second)) {
 		return fmt.Sprintf("it outlived its timeout of %d s and no monitor could be verified", timeout), monitor.LimitTimeout
 	}
 	return "", ""
+}
+
+// timeoutOf is the timeout of rec's boundary (0: none), from its head. A
+// boundary that cannot be read counts as a timeout of 1 s: an unreadable
+// contract cannot say that a sandbox no monitor is verified to watch may go
+// on.
+func timeoutOf(rec *ContainerRecord) int64 {
+	head, err := HeadOf(&rec.Boundary)
+	switch {
+	case err != nil:
+		return 1
+	case head == nil:
+		return 0
+	}
+	return head.Limits.Timeout
 }
 
 // FailClosed checks the monitor of container id (its record in the store)
@@ -76,6 +88,16 @@ func (rt *Runtime) FailClosed(id string) error {
 		return nil
 	}
 	return rt.failClosed(rec)
+}
+
+// FailClosed is Runtime.FailClosed for the id op holds, on the record Begin
+// read under op's lock: the command that holds the lock reads its record
+// once.
+func (op *Op) FailClosed() error {
+	if op.Record == nil || op.rt == nil {
+		return nil
+	}
+	return op.rt.failClosed(op.Record)
 }
 
 func (rt *Runtime) failClosed(rec *ContainerRecord) error {
@@ -98,7 +120,7 @@ func (rt *Runtime) failClosed(rec *ContainerRecord) error {
 	// Recorded first, as the monitor does: whoever sees it stopped sees why.
 	r := monitor.Record{Time: time.Now().UTC(), Type: monitor.TypeLimit, Action: monitor.ActionKill, Kind: kind}
 	if kind == monitor.LimitTimeout {
-		r.Limit = rec.Boundary.Limits.Timeout
+		r.Limit = timeoutOf(rec)
 	}
 	if j, jerr := monitor.OpenJournal(filepath.Join(stateDir, monitor.JournalFile)); jerr == nil {
 		jerr = errors.Join(j.Append(r), j.Close())

@@ -17,7 +17,7 @@ func TestFailClosedReason(t *testing.T) {
 	now := time.Unix(10000, 0)
 	rec := func(attached bool, stage Stage, timeout int64, age time.Duration) *ContainerRecord {
 		return &ContainerRecord{ID: "b", Attached: attached, Stage: stage, Created: now.Add(-age),
-			Boundary: &Boundary{Limits: Limits{Timeout: timeout}}}
+			Boundary: Hold(&Boundary{Limits: Limits{Timeout: timeout}})}
 	}
 	for _, tc := range []struct {
 		name string

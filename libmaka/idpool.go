@@ -317,7 +317,10 @@ func releaseLease(path, root, id string) error {
 // releaseIDs gives back the block rec's sandbox leased, if any. Call it
 // once no process of the sandbox lives (its cgroup is gone).
 func releaseIDs(store *Store, rec *ContainerRecord) error {
-	b := rec.Boundary
+	b, err := HeadOf(&rec.Boundary)
+	if err != nil {
+		return fmt.Errorf("id pool: container %s: %w", rec.ID, err)
+	}
 	if b == nil || b.Users.Source != IDsFromPool || len(b.UIDMappings) == 0 {
 		return nil
 	}
@@ -379,18 +382,22 @@ func reclaimLeases(store *Store, stateDir string) {
 	}
 }
 
+// namesLease reports whether rec names the lease file name. A record whose
+// boundary cannot be read keeps whatever lease it may name: reclaiming it
+// could hand its ids to a second sandbox while the first still runs.
 func namesLease(rec *ContainerRecord, name string) bool {
-	if rec == nil || rec.Boundary == nil || rec.Boundary.Users.Source != IDsFromPool || len(rec.Boundary.UIDMappings) == 0 {
+	if rec == nil {
 		return false
 	}
-	m := leasedMapping(rec.Boundary)
+	b, err := HeadOf(&rec.Boundary)
+	if err != nil {
+		return true
+	}
+	if b == nil || b.Users.Source != IDsFromPool || len(b.UIDMappings) == 0 {
+		return false
+	}
+	m := b.UIDMappings[len(b.UIDMappings)-1]
 	return name == leaseName(m.HostID, m.Size) || name == strconv.FormatUint(uint64(m.HostID), 10)
-}
-
-// leasedMapping is the mapping of the block b's lease: the last one (a
-// rootless pool maps container id 0 to the user first).
-func leasedMapping(b *Boundary) specs.LinuxIDMapping {
-	return b.UIDMappings[len(b.UIDMappings)-1]
 }
 
 // FirstFreeBlock is the first block of pool no lease holds now (without

@@ -102,7 +102,7 @@ func TestLeaseGivenBackWithTheRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := testRecord(t, rt.Root, "b", StageCreated, self(t))
-	rec.Boundary = b
+	rec.Boundary = Hold(b)
 	if err := op.publishFirst(rec); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestRecoverReclaimsOrphanLeases(t *testing.T) {
 		}
 		if publish {
 			rec := testRecord(t, rt.Root, id, StageCreated, self(t))
-			rec.Boundary = b
+			rec.Boundary = Hold(b)
 			if err := op.publishFirst(rec); err != nil {
 				t.Fatal(err)
 			}
@@ -227,5 +227,63 @@ func TestLeasesOfOffsetPoolsNeverOverlap(t *testing.T) {
 	}
 	if n, err := FirstFreeBlock(rt.StateDir, IDPool{Start: 1<<20 + 4*65536, Size: 65536, Count: 1}); err != nil || n != 1<<20+4*65536 {
 		t.Errorf("a disjoint pool's first block: %d, %v", n, err)
+	}
+}
+
+// A record whose boundary cannot be read keeps its lease: handing its ids
+// to another sandbox while its own may still run would let the two share
+// a mapping. (Written when the record stopped decoding the boundary at
+// every read: the head is read on its own.)
+func TestUnreadableHeadKeepsItsLease(t *testing.T) {
+	rt, store := testStore(t)
+	pool := IDPool{Start: 1 << 20, Size: 65536, Count: 4}
+	op, err := rt.Begin("odd", "create")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := poolBoundary(pool)
+	if err := op.LeaseIDs(b, pool); err != nil {
+		t.Fatal(err)
+	}
+	rec := testRecord(t, rt.Root, "odd", StageCreated, self(t))
+	rec.Boundary = Hold(b)
+	if err := op.publishFirst(rec); err != nil {
+		t.Fatal(err)
+	}
+	op.committed = true
+	op.End()
+	// The record's boundary, well-formed JSON of the wrong shape.
+	path := store.recordPath("odd")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(data), `"uidMappings":[`, `"uidMappings":"x","was":[`, 1)
+	if bad == string(data) {
+		t.Fatal("the record names no uidMappings")
+	}
+	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reclaimLeases(store, rt.StateDir)
+	if l := leaseFiles(t, rt); len(l) != 1 {
+		t.Fatalf("leases after recover: %v, want odd's", l)
+	}
+	// Its teardown still drops it (its sandbox is gone by then); the
+	// lease is left to recover, which keeps it no longer: no record.
+	lock, err := store.Lock("odd", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Drop(); err != nil {
+		t.Fatalf("a record with an unreadable boundary was not dropped: %v", err)
+	}
+	lock.Unlock()
+	if r, err := store.Get("odd"); err != nil || r != nil {
+		t.Fatalf("after drop: %v %v", r, err)
+	}
+	reclaimLeases(store, rt.StateDir)
+	if l := leaseFiles(t, rt); len(l) != 0 {
+		t.Fatalf("leases after the record went: %v", l)
 	}
 }

@@ -298,8 +298,8 @@ func recordState(rec *ContainerRecord) *State {
 		Bundle:     rec.Bundle,
 		Created:    rec.Created,
 	}
-	if rec.Boundary != nil {
-		st.Rootfs = rec.Boundary.Rootfs.Path
+	if b, err := HeadOf(&rec.Boundary); err == nil && b != nil {
+		st.Rootfs = b.Rootfs.Path
 	}
 	return st
 }

@@ -35,7 +35,7 @@ func (op *Op) RepublishBoundary(b *Boundary) error {
 	}
 	prev := op.Record
 	rec := *op.Record
-	rec.Boundary = b
+	rec.Boundary = Hold(b)
 	if err := op.lock.Publish(&rec); err != nil {
 		return fmt.Errorf("republish the contract: %w", err)
 	}
@@ -67,6 +67,6 @@ func (op *Op) rewriteMakaJSON(b *Boundary) error {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	r.Boundary = b
+	r.Boundary.Set(b)
 	return writeJSONAtomic(path, r)
 }

@@ -19,7 +19,7 @@ func TestRepublishBoundaryRewritesMakaJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := testRecord(t, rt.Root, "u", StageRunning, self(t))
-	rec.Boundary = &Boundary{Profile: ProfileRestricted, Limits: Limits{Memory: 128 << 20, Pids: 100}}
+	rec.Boundary = Hold(&Boundary{Profile: ProfileRestricted, Limits: Limits{Memory: 128 << 20, Pids: 100}})
 	if err := op.publishFirst(rec); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestRepublishBoundaryRewritesMakaJSON(t *testing.T) {
 	}
 	pol, _ := BuiltinPolicy(ProfileRestricted)
 	proc := &specs.Process{Args: []string{"sh"}, Cwd: "/"}
-	if err := writeJSONAtomic(filepath.Join(rt.Root, "u", recordFile), Record{Process: proc, Boundary: rec.Boundary, Policy: pol}); err != nil {
+	if err := writeJSONAtomic(filepath.Join(rt.Root, "u", recordFile), Record{Process: Hold(proc), Boundary: rec.Boundary, Policy: Hold(pol)}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -39,7 +39,7 @@ func TestRepublishBoundaryRewritesMakaJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer op.End()
-	nb, err := CopyBoundary(op.Record.Boundary)
+	nb, err := CopyBoundary(must(t, &op.Record.Boundary))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +61,10 @@ func TestRepublishBoundaryRewritesMakaJSON(t *testing.T) {
 	}
 	a, _ := json.Marshal(got.Boundary)
 	b, _ := json.Marshal(mj.Boundary)
-	if string(a) != string(b) || got.Boundary.Limits.Pids != 42 {
+	if string(a) != string(b) || must(t, &got.Boundary).Limits.Pids != 42 {
 		t.Errorf("record and maka.json disagree after republish:\nrecord   %s\nmaka.json %s", a, b)
 	}
-	if mj.Process == nil || mj.Process.Args[0] != "sh" || mj.Policy == nil || mj.Policy.Profile != ProfileRestricted {
+	if p, pol := must(t, &mj.Process), must(t, &mj.Policy); p == nil || p.Args[0] != "sh" || pol == nil || pol.Profile != ProfileRestricted {
 		t.Errorf("maka.json lost its process or policy: %+v", mj)
 	}
 }

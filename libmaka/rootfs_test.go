@@ -140,7 +140,7 @@ func TestRootScaffoldLifetime(t *testing.T) {
 		}
 		if publish {
 			rec := testRecord(t, rt.Root, id, StageCreated, self(t))
-			rec.Boundary = b
+			rec.Boundary = Hold(b)
 			if err := op.publishFirst(rec); err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer/system"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 )
 
@@ -147,8 +148,11 @@ type ContainerRecord struct {
 	// container is an orphan. A detached container outlives its creator.
 	Attached bool          `json:"attached,omitempty"`
 	Options  LaunchOptions `json:"options"`
-	Boundary *Boundary     `json:"boundary"`
-	Policy   *Policy       `json:"policy,omitempty"`
+	// Boundary and Policy are decoded only by the commands that use them
+	// (lazy.go); the others read the boundary's head (HeadOf) and write
+	// both back as they were read.
+	Boundary Lazy[Boundary] `json:"boundary"`
+	Policy   Lazy[Policy]   `json:"policy,omitzero"`
 }
 
 // ParseRecord decodes and checks a record. Every path in it is used to
@@ -183,7 +187,7 @@ func (r *ContainerRecord) check() error {
 		return fmt.Errorf("unknown stage %q", r.Stage)
 	case r.Owner.Pid <= 0:
 		return fmt.Errorf("owner pid %d", r.Owner.Pid)
-	case r.Boundary == nil:
+	case !r.Boundary.Held():
 		return errors.New("no boundary")
 	}
 	return nil
@@ -485,13 +489,25 @@ func (l *Lock) drop(rec *ContainerRecord) error {
 		rec, _ = l.store.Get(l.id)
 	}
 	if rec != nil {
-		if err := releaseIDs(l.store, rec); err != nil {
-			return err
-		}
-		// Only the scaffold maka made for this id, wherever the record says.
-		if b := rec.Boundary; b != nil && b.Rootfs.Scaffold == filepath.Join(rootsDir(l.store), l.id) {
-			if err := removeRoot(b.Rootfs.Scaffold); err != nil {
-				return fmt.Errorf("container %s: %w", l.id, err)
+		head, err := HeadOf(&rec.Boundary)
+		switch {
+		case err != nil:
+			// A record whose boundary cannot be read names no lease or
+			// scaffold anyone can trust; its sandbox is gone (drop comes
+			// last), so it is dropped all the same, and what it named is
+			// left to `maka recover` (a lease no record names is given
+			// back; a scaffold no record names is removed).
+			logrus.Warnf("container %s: its record's boundary cannot be read (%v): its id lease and root scaffold, if any, are left to maka recover", l.id, err)
+		default:
+			if err := releaseIDs(l.store, rec); err != nil {
+				return err
+			}
+			// Only the scaffold maka made for this id, wherever the
+			// record says.
+			if head != nil && head.Rootfs.Scaffold == filepath.Join(rootsDir(l.store), l.id) {
+				if err := removeRoot(head.Rootfs.Scaffold); err != nil {
+					return fmt.Errorf("container %s: %w", l.id, err)
+				}
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func testRecord(t *testing.T, root, id string, stage Stage, owner Owner) *Contai
 		Created:    time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Stage:      stage,
 		Owner:      owner,
-		Boundary:   &Boundary{Profile: "restricted"},
+		Boundary:   Hold(&Boundary{Profile: "restricted"}),
 	}
 }
 
@@ -471,7 +472,7 @@ func TestParseRecordCgroupID(t *testing.T) {
 func FuzzParseRecord(f *testing.F) {
 	rec := &ContainerRecord{Version: RecordVersion, ID: "box", Root: "/run/maka", Bundle: "/b",
 		CgroupPath: "/sys/fs/cgroup/maka/box", CgroupID: 9, Stage: StageCreated,
-		Owner: Owner{Pid: 1, StartTime: 2, Command: "create"}, Boundary: &Boundary{}}
+		Owner: Owner{Pid: 1, StartTime: 2, Command: "create"}, Boundary: Hold(&Boundary{})}
 	seed, _ := json.Marshal(rec)
 	f.Add(seed)
 	f.Add([]byte(`{"version":1,"id":"..","root":"/r","cgroupPath":"/sys/fs/cgroup/x","stage":"created","owner":{"pid":1},"boundary":{}}`))
@@ -574,5 +575,44 @@ func TestBeginRefusesARootThatIsAFile(t *testing.T) {
 	}
 	if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the state dir was made: %v", err)
+	}
+}
+
+// Reading a record decodes none of its boundary (start, delete and state
+// never need it: lazy.go), and writing it back keeps the boundary whole.
+func TestParseRecordLeavesTheBoundary(t *testing.T) {
+	rec := testRecord(t, "/run/maka", "b", StageCreated, Owner{Pid: 1, StartTime: 2, Command: "create"})
+	rec.Version, rec.CgroupID = RecordVersion, 5
+	rec.Boundary = Hold(sampleBoundary())
+	data, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseRecord(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Boundary.got || got.Boundary.v != nil {
+		t.Fatal("ParseRecord decoded the boundary")
+	}
+	got.Stage = StageRunning
+	again, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Boundary.got {
+		t.Fatal("writing the record back decoded the boundary")
+	}
+	back, err := ParseRecord(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(must(t, &back.Boundary), sampleBoundary()) || back.Stage != StageRunning {
+		t.Errorf("boundary or stage lost in the round trip: %+v", back)
+	}
+	// A record without one is refused, as before.
+	noB := strings.Replace(string(data), `"boundary":`, `"was":`, 1)
+	if _, err := ParseRecord([]byte(noB)); err == nil || !strings.Contains(err.Error(), "no boundary") {
+		t.Errorf("a record without a boundary: %v", err)
 	}
 }

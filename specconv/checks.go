@@ -471,7 +471,10 @@ func trustedExecutable(host libmaka.Host, euid uint32, path string) error {
 // checkHostCgroup: the sandbox's cgroup may not lie inside a cgroup that
 // holds processes (another sandbox, a pod's container, a service): its
 // limits would be spent by the newcomer, and its processes share the
-// newcomer's. Nor may it be one that already holds processes. Every
+// newcomer's. Nor may it be one that already holds processes: that
+// refusal ends in runc's words for it, "(container's cgroup is not
+// empty)", which runc's own suite and its users' scripts look for (runc
+// says them for the cgroup itself only, never for a busy parent). Every
 // existing cgroup from the target up to the hierarchy's root is read.
 func checkHostCgroup(host libmaka.Host, b *libmaka.Boundary, reject func(field, format string, args ...any)) {
 	p := b.Cgroup.Path
@@ -486,7 +489,7 @@ func checkHostCgroup(host libmaka.Host, b *libmaka.Boundary, reject func(field, 
 			continue // not made yet (libcontainer makes it)
 		}
 		if n > 0 && d == filepath.Clean(p) {
-			reject("linux.cgroupsPath", "%s already holds %d process(es): a sandbox gets a cgroup of its own", p, n)
+			reject("linux.cgroupsPath", "%s already holds %d process(es): a sandbox gets a cgroup of its own (container's cgroup is not empty)", p, n)
 		} else if n > 0 {
 			reject("linux.cgroupsPath", "%s is inside %s, which holds %d process(es) (another sandbox or a service): a sandbox may not spend another's limits", p, d, n)
 		}

@@ -1,7 +1,11 @@
 package specconv
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,6 +133,7 @@ func TestTimeNamespaceOffsets(t *testing.T) {
 func TestSeccompProfileMustLetTheInitStatx(t *testing.T) {
 	eacces := uint(13)
 	old := specs.LinuxSyscall{Names: []string{"read", "write", "close", "exit_group", "unlinkat", "gettid", "execve"}, Action: specs.ActAllow}
+	olderForms := specs.LinuxSyscall{Names: []string{"newfstatat", "fstatat64"}, Action: specs.ActAllow}
 	for _, tc := range []struct {
 		name string
 		sc   *specs.LinuxSeccomp
@@ -153,6 +158,25 @@ func TestSeccompProfileMustLetTheInitStatx(t *testing.T) {
 		{"statx allowed with some arguments", &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{old,
 			{Names: []string{"statx"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 2, Value: 0, Op: specs.OpEqualTo}}}}},
 			"linux.seccomp.syscalls[1].names[0]: the profile allows statx only with some arguments, which the runtime's init calls after the filter is loaded (allow statx with any arguments)"},
+		// statx's older form (newfstatat; fstatat64 in the 32-bit
+		// numbering the kernel also takes) allowed with any arguments by
+		// a profile that predates statx: statx runs (seccomp_era.go).
+		{"a profile that predates statx and allows its older forms", &specs.LinuxSeccomp{DefaultAction: specs.ActErrno,
+			Syscalls: []specs.LinuxSyscall{old, olderForms}}, ""},
+		{"a profile that predates statx and allows newfstatat only with some arguments", &specs.LinuxSeccomp{DefaultAction: specs.ActErrno,
+			Syscalls: []specs.LinuxSyscall{old, {Names: []string{"fstatat64"}, Action: specs.ActAllow},
+				{Names: []string{"newfstatat"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 3, Value: 0, Op: specs.OpEqualTo}}}}},
+			"linux.seccomp.defaultAction: the profile refuses statx (ENOSYS: the profile predates it), which the runtime's init calls after the filter is loaded (allow statx in the profile)"},
+		{"a profile that predates statx and refuses newfstatat for some arguments", &specs.LinuxSeccomp{DefaultAction: specs.ActErrno,
+			Syscalls: []specs.LinuxSyscall{old, olderForms,
+				{Names: []string{"newfstatat"}, Action: specs.ActErrno, Args: []specs.LinuxSeccompArg{{Index: 3, Value: 0x1000, Op: specs.OpEqualTo}}}}},
+			"linux.seccomp.defaultAction: the profile refuses statx (ENOSYS: the profile predates it)"},
+		{"a profile that predates statx, allows its older forms and refuses it by name", &specs.LinuxSeccomp{DefaultAction: specs.ActErrno,
+			Syscalls: []specs.LinuxSyscall{old, olderForms, {Names: []string{"statx"}, Action: specs.ActErrno, ErrnoRet: &eacces}}},
+			"linux.seccomp.syscalls[2].names[0]: the profile refuses statx (EACCES)"},
+		{"a profile of statx's era leaving it out, allowing its older forms", &specs.LinuxSeccomp{DefaultAction: specs.ActErrno,
+			Syscalls: []specs.LinuxSyscall{old, olderForms, {Names: []string{"openat2"}, Action: specs.ActAllow}}},
+			"linux.seccomp.defaultAction: the profile refuses statx (EPERM)"},
 	} {
 		s := sandboxSpec(t)
 		s.Linux.Seccomp = tc.sc
@@ -162,6 +186,51 @@ func TestSeccompProfileMustLetTheInitStatx(t *testing.T) {
 			t.Errorf("%s: refused: %v", tc.name, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: %v\nwant a refusal %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// runtime-tools v0.9.0's default profile (the one every program of the OCI
+// validation suite writes into config.json; the fixture seccomp.bats runs)
+// predates statx and allows newfstatat and fstatat64: it is accepted as
+// published, statx runs, the calls newer than it keep ENOSYS and one of
+// its era it leaves out (membarrier) its default. Without newfstatat it is
+// refused at create as before.
+func TestRuntimeToolsV090SeccompProfile(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "tests", "integration", "fixtures", "seccomp-runtime-tools-v0.9.0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func() *specs.LinuxSeccomp {
+		var sc specs.LinuxSeccomp
+		if err := json.Unmarshal(data, &sc); err != nil {
+			t.Fatal(err)
+		}
+		return &sc
+	}
+	for _, profile := range []string{"restricted", "baseline"} {
+		s := sandboxSpec(t)
+		s.Linux.Seccomp = load()
+		b, err := ToBoundary(testHost, s, policy(t, profile))
+		if err != nil {
+			t.Fatalf("%s: as published: %v", profile, err)
+		}
+		for call, want := range map[string]string{"statx": "allow", "newfstatat": "allow", "openat2": "ENOSYS",
+			"clone3": "ENOSYS", "close_range": "ENOSYS", "membarrier": "EPERM"} {
+			if got := verdictForTest(t, b.Seccomp, call); got != want {
+				t.Errorf("%s: %s: %s, want %s", profile, call, got, want)
+			}
+		}
+
+		s = sandboxSpec(t)
+		s.Linux.Seccomp = load()
+		for i := range s.Linux.Seccomp.Syscalls {
+			r := &s.Linux.Seccomp.Syscalls[i]
+			r.Names = slices.DeleteFunc(r.Names, func(n string) bool { return n == "newfstatat" })
+		}
+		const want = "linux.seccomp.defaultAction: the profile refuses statx (ENOSYS: the profile predates it), which the runtime's init calls after the filter is loaded (allow statx in the profile)"
+		if _, err := ToBoundary(testHost, s, policy(t, profile)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: without newfstatat: %v\nwant a refusal %q", profile, err, want)
 		}
 	}
 }

@@ -2,7 +2,9 @@ package specconv
 
 import (
 	"runtime"
+	"slices"
 
+	"github.com/opencontainers/runc/libcontainer/seccomp"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	libseccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -31,11 +33,14 @@ var eraArch = runtime.GOARCH
 // cfgEra is the newest syscall a config profile names, by number in one
 // architecture's numbering. known is false when the profile names no call
 // that numbering has (or libseccomp does not know the architecture): then
-// nothing is newer than the profile, and its default stands.
+// nothing is newer than the profile, and its default stands. filtered are
+// the numberings the narrowed filter applies to (filteredNumberings), in
+// which an older form is read; nil: none can be read, nothing widens.
 type cfgEra struct {
-	arch   libseccomp.ScmpArch
-	newest libseccomp.ScmpSyscall
-	known  bool
+	arch     libseccomp.ScmpArch
+	newest   libseccomp.ScmpSyscall
+	known    bool
+	filtered []libseccomp.ScmpArch
 }
 
 // eraOf reads the newest call cfg names in arch's numbering (a Go or
@@ -64,6 +69,82 @@ func (e cfgEra) predates(name string) bool {
 	}
 	nr, ok := syscallNumber(name, e.arch)
 	return ok && nr > e.newest
+}
+
+// A call newer than the profile can be the newer form of one the profile
+// allows: statx reads the metadata newfstatat reads, of the same paths,
+// under the same permission checks (search permission on the path's
+// directories, none on the file), in a newer layout with a few more fields
+// (birth time, mount id, file attributes). A profile written before statx
+// that allows newfstatat with any arguments allowed that metadata. ENOSYS
+// for statx would take nothing from the workload (glibc and Go fall back
+// to newfstatat), but it ends libcontainer's init, which calls statx after
+// the filter is loaded and does not fall back (seccomp_init.go). So such a
+// profile lets statx run: its older form stands for it. Only with any
+// arguments and no refusal: a profile that allows newfstatat for some
+// arguments says nothing about the rest, and a condition cannot be carried
+// over (statx's flags are its third argument, newfstatat's its fourth, and
+// statx's mask has no counterpart).
+//
+// olderForms: for a call, its older forms in the order a numbering is
+// searched; a numbering's older form is the first it has (newfstatat on
+// the 64-bit numberings and x32; fstatat64 on i386, arm and s390, which
+// have no newfstatat). Only statx, the one call newer than such profiles
+// that the runtime's own init makes after the filter: glibc and Go fall
+// back from openat2, clone3 and close_range on ENOSYS, and openat2's and
+// clone3's arguments are in a struct seccomp cannot read, so a profile's
+// conditions on openat or clone could not follow them.
+var olderForms = map[string][]string{
+	"statx": {"newfstatat", "fstatat64"},
+}
+
+// filteredNumberings are the numberings a narrowed filter listing archs
+// applies to: the native one (libseccomp filters it whatever the profile
+// lists) and each listed one the kernel can present (kernelArchs: a
+// numbering the kernel never presents runs nothing). nil when one of them
+// cannot be placed: then no older form can be read in it.
+func filteredNumberings(archs []specs.Arch) []libseccomp.ScmpArch {
+	names := []string{eraArch}
+	for _, a := range archs {
+		n, err := seccomp.ConvertStringToArch(string(a))
+		if err != nil {
+			return nil
+		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	var out []libseccomp.ScmpArch
+	for _, n := range kernelArchs(names) {
+		a, err := libseccomp.GetArchFromString(n)
+		if err != nil {
+			return nil
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// olderFormAllowed reports whether cfg allows name's older form with any
+// arguments, without any refusal, in every numbering the filter applies
+// to. The caller asks only for a call cfg does not name and predates. The
+// older form is read without the era (cfgEra{}): one cfg does not name
+// gets cfg's default, never a widening of its own.
+func (e cfgEra) olderFormAllowed(cfg *specs.LinuxSeccomp, name string) bool {
+	forms, ok := olderForms[name]
+	if !ok || len(e.filtered) == 0 {
+		return false
+	}
+	for _, a := range e.filtered {
+		i := slices.IndexFunc(forms, func(f string) bool {
+			_, ok := syscallNumber(f, a)
+			return ok
+		})
+		if i < 0 || !cfgVerdict(cfg, cfgEra{}, forms[i]).everything {
+			return false
+		}
+	}
+	return true
 }
 
 // syscallNumber is name's number in arch's numbering. libseccomp answers a

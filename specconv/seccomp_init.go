@@ -17,7 +17,10 @@ import (
 // ("get root mount id: statx(STATX_MNT_ID_...): ... function not
 // implemented"), after the container exists. (On a kernel without
 // STATX_MNT_ID, before 5.8, the probe fails and the call is never made;
-// specconv does not read the kernel, so the rule holds everywhere.)
+// specconv does not read the kernel, so the rule holds everywhere.) A
+// profile that predates statx and allows newfstatat with any arguments
+// lets statx run (olderForms, seccomp_era.go) and passes this check; one
+// that predates it and does not is refused here, before anything exists.
 const initStatx = "statx"
 
 // initStatxRefusal is the refusal, if the narrowed filter res does not let

@@ -38,7 +38,9 @@ import (
 //     kill is honoured; but a call cfg does not name and predates (its
 //     number, in the numbering of the architecture maka is built for, is
 //     above every call cfg names) answers ENOSYS, as runc's -ENOSYS stub
-//     makes it for cfg alone (seccomp_era.go);
+//     makes it for cfg alone, unless cfg allows its older form with any
+//     arguments (statx's is newfstatat): then it is allowed as if cfg
+//     allowed it (seccomp_era.go);
 //   - the default action is own's; the architectures are cfg's that own
 //     also lists (own's when cfg lists none); flags are own's plus cfg's,
 //     except SPEC_ALLOW (which weakens a mitigation) unless own has it;
@@ -77,6 +79,7 @@ func NarrowSeccomp(own, cfg *specs.LinuxSeccomp) (*specs.LinuxSeccomp, error) {
 		}
 	}
 	era := eraOf(cfg, eraArch)
+	era.filtered = filteredNumberings(out.Architectures)
 	for _, name := range ruleNames(own) {
 		out.Syscalls = append(out.Syscalls, narrowName(own, cfg, era, name)...)
 	}
@@ -168,6 +171,10 @@ func cfgVerdict(cfg *specs.LinuxSeccomp, era cfgEra, name string) cfgView {
 		// What no rule matches runs: any arguments, minus the refusals.
 		v.alts = [][]specs.LinuxSeccompArg{{}}
 	} else if !named && era.predates(name) {
+		if era.olderFormAllowed(cfg, name) {
+			// statx where cfg allows newfstatat (seccomp_era.go).
+			return cfgView{everything: true, alts: [][]specs.LinuxSeccompArg{{}}}
+		}
 		return cfgView{refusals: []specs.LinuxSyscall{*enosysRefusal()}}
 	} else if !named || len(v.alts) == 0 {
 		def := refusalOf(cfg.DefaultAction, cfg.DefaultErrnoRet)

@@ -1,10 +1,13 @@
 package specconv
 
 import (
+	"runtime"
 	"slices"
 	"testing"
 
+	"github.com/opencontainers/runc/libcontainer/seccomp"
 	"github.com/opencontainers/runtime-spec/specs-go"
+	libseccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,7 +46,7 @@ func notifiesCall(sc *specs.LinuxSeccomp, name string, vals [6]uint64) bool {
 var (
 	probeNames = []string{"read", "write", "openat", "open", "creat", "openat2", "clone", "clone3", "unshare",
 		"mount", "ptrace", "personality", "socket", "io_uring_setup", "io_uring_enter", "chroot", "bpf",
-		"getpid", "execve", "kill", "not_a_syscall"}
+		"getpid", "execve", "kill", "not_a_syscall", "statx", "newfstatat", "fstatat64"}
 	probeValues = []uint64{0, 1, 2, 8, 10, 16, 17, 40, 0x40, 0x200, 0x241, 0x20000, 0x20008, 0xffffffff,
 		unix.CLONE_NEWUSER, unix.CLONE_NEWNS | uint64(unix.SIGCHLD), forkCloneFlags, threadCloneFlags, 1 << 63}
 )
@@ -59,7 +62,7 @@ func checkNarrowed(t *testing.T, own, cfg, res *specs.LinuxSeccomp) {
 			for _, v1 := range []uint64{0, 1, 9, 0x241} {
 				vals := [6]uint64{v0, v1, v1}
 				allowed := mayAllowCall(res, name, vals)
-				if allowed && (!mayAllowCall(own, name, vals) || (cfg != nil && !mayAllowCall(cfg, name, vals))) {
+				if allowed && (!mayAllowCall(own, name, vals) || (cfg != nil && !mayAllowCall(cfg, name, vals) && !olderFormsAllowAll(cfg, res, name))) {
 					t.Fatalf("%s%v allowed by the result, not by both\nown %+v\ncfg %+v\nres %+v", name, vals, own, cfg, res.Syscalls)
 				}
 				if notifiesCall(own, name, vals) && !notifiesCall(res, name, vals) {
@@ -71,6 +74,53 @@ func checkNarrowed(t *testing.T, own, cfg, res *specs.LinuxSeccomp) {
 			}
 		}
 	}
+}
+
+// olderFormsAllowAll is the one way the result may allow a call cfg
+// refuses, written apart from the code it checks: cfg does not name
+// statx, and allows its older form (newfstatat, or fstatat64 where a
+// numbering has no newfstatat) with any arguments and no refusal, in the
+// native numbering and every other the result lists that the kernel can
+// present.
+func olderFormsAllowAll(cfg, res *specs.LinuxSeccomp, name string) bool {
+	if name != "statx" || slices.ContainsFunc(cfg.Syscalls, func(r specs.LinuxSyscall) bool { return slices.Contains(r.Names, name) }) {
+		return false
+	}
+	surely := func(form string) bool {
+		plain := false
+		for _, r := range cfg.Syscalls {
+			if !slices.Contains(r.Names, form) {
+				continue
+			}
+			if !allows(r.Action) {
+				return false
+			}
+			plain = plain || len(r.Args) == 0
+		}
+		return plain
+	}
+	kernel := kernelSeccompArchs[runtime.GOARCH]
+	archs := []string{runtime.GOARCH}
+	for _, a := range res.Architectures {
+		arch, err := seccomp.ConvertStringToArch(string(a))
+		if err == nil && slices.Contains(kernel, arch) {
+			archs = append(archs, arch)
+		}
+	}
+	for _, arch := range archs {
+		sa, err := libseccomp.GetArchFromString(arch)
+		if err != nil {
+			return false
+		}
+		form := "newfstatat"
+		if nr, err := libseccomp.GetSyscallFromNameByArch(form, sa); err != nil || nr < 0 {
+			form = "fstatat64"
+		}
+		if !surely(form) {
+			return false
+		}
+	}
+	return true
 }
 
 func TestDefaultSeccompIsAnAllowlistWithoutIoUring(t *testing.T) {
@@ -236,6 +286,12 @@ func FuzzNarrowSeccomp(f *testing.F) {
 	f.Add([]byte{0x00})
 	f.Add([]byte{0x01, 6, 0, 0, 0, 0})
 	f.Add([]byte{0x02, 6, 0, 1, 0x10, 15, 12, 1, 2, 0x16, 6})
+	// statx's older forms allowed (probeNames 22, 23), plainly, with a
+	// condition, and with a refusal for some arguments.
+	f.Add([]byte{0x01, 22, 0, 0, 0, 0, 23, 0, 0, 0, 0})
+	f.Add([]byte{0x01, 22, 0, 1, 0x30, 2, 23, 0, 0, 0, 0})
+	f.Add([]byte{0x01, 22, 0, 0, 0, 0, 23, 0, 0, 0, 0, 22, 1, 1, 0x30, 9})
+	f.Add([]byte{0x05, 22, 2, 0, 0, 0, 23, 0, 0, 0, 0, 21, 1, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {
 			return
@@ -352,6 +408,8 @@ func TestNarrowSeccompNewerThanTheProfile(t *testing.T) {
 		return &specs.LinuxSeccomp{DefaultAction: def, DefaultErrnoRet: &eperm,
 			Syscalls: append([]specs.LinuxSyscall{{Names: old, Action: specs.ActAllow}}, extra...)}
 	}
+	olderForms := specs.LinuxSyscall{Names: []string{"newfstatat", "fstatat64"}, Action: specs.ActAllow}
+	fstatat64 := specs.LinuxSyscall{Names: []string{"fstatat64"}, Action: specs.ActAllow}
 	const allow, enosys, epermV, eaccesV = "allow", "ENOSYS", "EPERM", "EACCES"
 	for _, tc := range []struct {
 		name string
@@ -369,6 +427,39 @@ func TestNarrowSeccompNewerThanTheProfile(t *testing.T) {
 			map[string]string{"statx": eaccesV, "openat2": enosys}},
 		{"a profile whose default allows", profile(specs.ActAllow, specs.LinuxSyscall{Names: []string{"getpid"}, Action: specs.ActErrno, ErrnoRet: &eacces}),
 			map[string]string{"statx": allow, "openat2": allow, "close_range": allow, "getpid": eaccesV}},
+		// statx is the newer form of newfstatat (fstatat64 in the 32-bit
+		// numberings): a profile that predates statx and allows its older
+		// forms with any arguments lets it run; nothing else widens.
+		{"a profile allowing statx's older forms", profile(specs.ActErrno, olderForms),
+			map[string]string{"statx": allow, "openat2": enosys, "clone3": enosys, "close_range": enosys, "getpid": epermV}},
+		{"a kill default, statx's older forms allowed", profile(specs.ActKillProcess, olderForms),
+			map[string]string{"statx": allow, "openat2": enosys}},
+		{"statx's older forms logged", profile(specs.ActErrno, specs.LinuxSyscall{Names: olderForms.Names, Action: specs.ActLog}),
+			map[string]string{"statx": allow, "openat2": enosys}},
+		{"newfstatat allowed only with some arguments", profile(specs.ActErrno, fstatat64,
+			specs.LinuxSyscall{Names: []string{"newfstatat"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 3, Op: specs.OpEqualTo}}}),
+			map[string]string{"statx": enosys, "openat2": enosys}},
+		{"newfstatat refused for some arguments", profile(specs.ActErrno, olderForms,
+			specs.LinuxSyscall{Names: []string{"newfstatat"}, Action: specs.ActErrno, ErrnoRet: &eacces, Args: []specs.LinuxSeccompArg{{Index: 3, Op: specs.OpEqualTo, Value: 0x1000}}}),
+			map[string]string{"statx": enosys}},
+		{"newfstatat refused by a later rule", profile(specs.ActErrno, olderForms,
+			specs.LinuxSyscall{Names: []string{"newfstatat"}, Action: specs.ActErrno, ErrnoRet: &eacces}),
+			map[string]string{"statx": enosys, "newfstatat": eaccesV}},
+		{"newfstatat traced", profile(specs.ActErrno, fstatat64, specs.LinuxSyscall{Names: []string{"newfstatat"}, Action: specs.ActTrace}),
+			map[string]string{"statx": enosys}},
+		{"newfstatat allowed, fstatat64 (i386's, arm's) not", profile(specs.ActErrno, specs.LinuxSyscall{Names: []string{"newfstatat"}, Action: specs.ActAllow}),
+			map[string]string{"statx": enosys}},
+		{"fstatat64 allowed, newfstatat not", profile(specs.ActErrno, fstatat64),
+			map[string]string{"statx": enosys}},
+		{"statx's older forms allowed, statx refused by name", profile(specs.ActErrno, olderForms,
+			specs.LinuxSyscall{Names: []string{"statx"}, Action: specs.ActErrno, ErrnoRet: &eacces}),
+			map[string]string{"statx": eaccesV}},
+		{"statx's older forms allowed, statx killed by name", profile(specs.ActErrno, olderForms,
+			specs.LinuxSyscall{Names: []string{"statx"}, Action: specs.ActKillProcess}),
+			map[string]string{"statx": string(specs.ActKillProcess)}},
+		{"a profile of statx's era leaving it out, its older forms allowed", profile(specs.ActErrno, olderForms,
+			specs.LinuxSyscall{Names: []string{"openat2"}, Action: specs.ActAllow}),
+			map[string]string{"statx": epermV, "openat2": allow}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := NarrowSeccomp(own, tc.cfg)
@@ -430,5 +521,49 @@ func TestEraOfNumberings(t *testing.T) {
 		{Names: []string{"not_a_syscall"}, Action: specs.ActAllow}}}
 	if eraOf(none, "amd64").predates("statx") || eraOf(cfg, "no_such_arch").predates("statx") {
 		t.Error("a profile naming no known call, or an unknown numbering, has an era")
+	}
+}
+
+// statx's older form is read in each numbering the filter applies to: the
+// native one (libseccomp filters it whatever the profile lists) and those
+// the profile lists that the kernel can present (on x86_64: its own and
+// x32's newfstatat, i386's fstatat64). A numbering the filter leaves out
+// runs no call (its calls get the filter's bad-arch kill), so its older
+// form is not asked.
+func TestStatxOlderFormPerNumbering(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the numberings are x86_64's")
+	}
+	own := DefaultSeccomp(false)
+	old := specs.LinuxSyscall{Names: []string{"read", "write", "close", "exit_group", "unlinkat", "gettid"}, Action: specs.ActAllow}
+	for _, tc := range []struct {
+		name  string
+		archs []specs.Arch
+		forms []string
+		want  string
+	}{
+		{"x86_64 alone, newfstatat", []specs.Arch{specs.ArchX86_64}, []string{"newfstatat"}, "allow"},
+		{"x86_64 and x32, newfstatat", []specs.Arch{specs.ArchX86_64, specs.ArchX32}, []string{"newfstatat"}, "allow"},
+		{"x86_64 and i386, newfstatat", []specs.Arch{specs.ArchX86_64, specs.ArchX86}, []string{"newfstatat"}, "ENOSYS"},
+		{"i386 alone, both", []specs.Arch{specs.ArchX86}, []string{"newfstatat", "fstatat64"}, "allow"},
+		// x86_64 is filtered even where the profile lists only i386.
+		{"i386 alone, fstatat64", []specs.Arch{specs.ArchX86}, []string{"fstatat64"}, "ENOSYS"},
+		{"i386 alone, newfstatat", []specs.Arch{specs.ArchX86}, []string{"newfstatat"}, "ENOSYS"},
+		{"x32 alone, fstatat64", []specs.Arch{specs.ArchX32}, []string{"fstatat64"}, "ENOSYS"},
+		// aarch64 is not the kernel's: the filter is x86_64's alone.
+		{"aarch64 alone, newfstatat", []specs.Arch{specs.ArchAARCH64}, []string{"newfstatat"}, "allow"},
+		{"aarch64 alone, fstatat64", []specs.Arch{specs.ArchAARCH64}, []string{"fstatat64"}, "ENOSYS"},
+		{"every architecture (none listed), both", nil, []string{"newfstatat", "fstatat64"}, "allow"},
+	} {
+		cfg := &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Architectures: tc.archs,
+			Syscalls: []specs.LinuxSyscall{old, {Names: tc.forms, Action: specs.ActAllow}}}
+		res, err := NarrowSeccomp(own, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkNarrowed(t, own, cfg, res)
+		if got := verdictForTest(t, res, "statx"); got != tc.want {
+			t.Errorf("%s: statx %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

@@ -278,22 +278,36 @@ func TestCgroupNeverInsideABusyCgroup(t *testing.T) {
 		"/kubepods/podvictim":     0,
 		"/kubepods/podvictim/ctr": 2,
 	}}
-	for path, refused := range map[string]bool{
-		"/kubepods/podvictim/ctr/evil": true,  // inside a running container's cgroup
-		"/kubepods/podvictim/ctr/x..y": true,  // the same, a name holding ".." (a spelling, not a parent)
-		"/kubepods/podvictim/ctr":      true,  // the container's cgroup itself
-		"/kubepods/podvictim/new":      false, // a new container of the pod, beside it
-		"/kubepods/podmine/new":        false, // not made yet
+	// runc's words for a busy cgroup, which runc's own suite and its
+	// users' scripts look for: only where runc would say them (the cgroup
+	// itself holds processes), never for a busy parent.
+	const runcWords = "(container's cgroup is not empty)"
+	for path, want := range map[string]string{
+		// inside a running container's cgroup
+		"/kubepods/podvictim/ctr/evil": "which holds 2 process(es)",
+		// the same, a name holding ".." (a spelling, not a parent)
+		"/kubepods/podvictim/ctr/x..y": "which holds 2 process(es)",
+		// the container's cgroup itself
+		"/kubepods/podvictim/ctr": "/kubepods/podvictim/ctr already holds 2 process(es): a sandbox gets a cgroup of its own " + runcWords,
+		// a new container of the pod, beside it; one not made yet
+		"/kubepods/podvictim/new": "",
+		"/kubepods/podmine/new":   "",
 	} {
 		var got []string
 		b := &libmaka.Boundary{Cgroup: libmaka.Cgroup{Path: path}}
 		checkHostCgroup(host, b, func(field, format string, args ...any) { got = append(got, field+": "+fmt.Sprintf(format, args...)) })
-		if refused != (len(got) > 0) {
-			t.Errorf("%s: refused %v (%v), want %v", path, len(got) > 0, got, refused)
+		if (want != "") != (len(got) > 0) {
+			t.Errorf("%s: refused %v (%v), want %v", path, len(got) > 0, got, want != "")
 		}
 		for _, g := range got {
 			if !strings.HasPrefix(g, "linux.cgroupsPath: ") {
 				t.Errorf("%s: %q names no field", path, g)
+			}
+			if !strings.Contains(g, want) {
+				t.Errorf("%s: %q, want %q in it", path, g, want)
+			}
+			if busy := strings.HasSuffix(path, "/ctr"); busy != strings.HasSuffix(g, runcWords) {
+				t.Errorf("%s: %q: runc's words at its end %v, want %v", path, g, !busy, busy)
 			}
 		}
 	}

@@ -361,11 +361,11 @@ func upsertDevice[T any](list []T, d T, dev func(T) (int64, int64)) []T {
 // running sandbox). A record from a maka that kept only the profile gets
 // that built-in profile; a container without a record, today's policy.
 func UpdatePolicy(rec *libmaka.ContainerRecord, current func() (*libmaka.Policy, error)) (*libmaka.Policy, error) {
-	switch {
-	case rec != nil && rec.Policy != nil:
-		return rec.Policy, nil
-	case rec != nil && rec.Boundary != nil:
-		return libmaka.BuiltinPolicy(rec.Boundary.Profile)
+	if rec != nil {
+		p, err := libmaka.RecordedPolicy(&rec.Policy, &rec.Boundary)
+		if err != nil || p != nil {
+			return p, err
+		}
 	}
 	return current()
 }

@@ -122,7 +122,7 @@ func RunBounded(ctx context.Context, ctr *libmaka.Container, ps *specs.Process, 
 		}
 		return func() (int, Usage, error) {
 			st, _ := p.Wait()
-			return exitCode(st), usageOf(st), nil
+			return ExitCode(st), usageOf(st), nil
 		}, nil
 	})
 }
@@ -308,8 +308,8 @@ func (c *capped) exceeded() bool {
 	return c.n > c.limit
 }
 
-// exitCode is a process's status as a shell reports it: 128+N for signal N.
-func exitCode(st *os.ProcessState) int {
+// ExitCode is a process's status as a shell reports it: 128+N for signal N.
+func ExitCode(st *os.ProcessState) int {
 	if st == nil {
 		return -1
 	}

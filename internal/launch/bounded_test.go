@@ -176,11 +176,11 @@ func TestExitCode(t *testing.T) {
 	} {
 		cmd := exec.Command(tc.args[0], tc.args[1:]...)
 		_ = cmd.Run()
-		if got := exitCode(cmd.ProcessState); got != tc.want {
+		if got := ExitCode(cmd.ProcessState); got != tc.want {
 			t.Errorf("%q: exit code %d, want %d", tc.args, got, tc.want)
 		}
 	}
-	if exitCode(nil) != -1 {
+	if ExitCode(nil) != -1 {
 		t.Error("no state: want -1")
 	}
 }

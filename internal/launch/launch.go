@@ -138,9 +138,9 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	ctr, err := rt.Create(op, conv.Config, libmaka.Record{
 		Poststart: conv.Poststart,
 		Poststop:  conv.Poststop,
-		Process:   specconv.ProcessOf(b),
-		Boundary:  b,
-		Policy:    l.Policy,
+		Process:   libmaka.Hold(specconv.ProcessOf(b)),
+		Boundary:  libmaka.Hold(b),
+		Policy:    libmaka.Hold(l.Policy),
 	}, l.Bundle, l.Options)
 	if err != nil {
 		return nil, err

@@ -23,26 +23,33 @@ import (
 // the copy, forward its signals or remove it. monitors are the programs its
 // monitor process may run (Executables).
 func Relaunch(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.ContainerRecord, policy *libmaka.Policy, monitors []string, checks []libmaka.HostCheck) (libmaka.Status, *Launched, error) {
-	b := rec.Boundary
 	if rec.Attached {
 		return "", nil, errors.New("it was a foreground run whose maka is gone: nobody would wait for it or remove it")
+	}
+	b, err := rec.Boundary.Get()
+	if err != nil {
+		return "", nil, fmt.Errorf("the record's boundary: %w", err)
+	}
+	was, err := rec.Policy.Get()
+	if err != nil {
+		return "", nil, fmt.Errorf("the record's policy: %w", err)
 	}
 	if b.Process.Terminal {
 		return "", nil, errors.New("its process needs a terminal: a relaunch has no console socket to hand it to")
 	}
-	if rec.Policy == nil {
+	if was == nil {
 		return "", nil, errors.New("the record has no policy")
 	}
 	if len(monitors) == 0 {
 		return "", nil, errors.New("no monitor program to watch it (maka or maka-monitor)")
 	}
-	if err := relaunchable(rec.Policy.Rootless != nil); err != nil {
+	if err := relaunchable(was.Rootless != nil); err != nil {
 		return "", nil, err
 	}
 	// Today's policy, and the host as it is now (a bind source that was
 	// a directory may be a link to /etc now); the record keeps what was
 	// checked at create.
-	b, eff, err := Recompile(b, rec.Policy, policy, rec.ID, rec.Bundle, NeverPaths(rt.Root, rt.StateDir), checks)
+	b, eff, err := Recompile(b, was, policy, rec.ID, rec.Bundle, NeverPaths(rt.Root, rt.StateDir), checks)
 	if err != nil {
 		return "", nil, err
 	}

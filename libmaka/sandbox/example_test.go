@@ -192,3 +192,35 @@ func ExampleManager_Prewarm() {
 	}
 	fmt.Println(sandbox.PoolScope, sandbox.MaxPool)
 }
+
+// A sandbox that runs a workload to its end, as `maka run` does: Wait
+// returns its exit code (128+N for signal N), and a ctx bounds the wait,
+// not the sandbox.
+func ExampleSandbox_Wait() {
+	m, err := sandbox.Open(sandbox.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	sb, err := m.Launch(ctx, sandbox.Request{ID: "job-1", Bundle: "/srv/job"}) // config.json's process runs
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sb.Destroy() // Wait leaves it stopped, as `maka run --keep`
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	code, err := sb.Wait(wctx)
+	var v *sandbox.BoundaryViolation
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		fmt.Println("still running after 10 minutes") // the deferred Destroy ends it
+	case errors.As(err, &v):
+		// The monitor killed it (code 137): v.Code() is SANDBOX_TIMEOUT
+		// or SANDBOX_BOUNDARY_VIOLATION.
+		fmt.Println(code, v.Code())
+	case err != nil:
+		log.Fatal(err)
+	default:
+		fmt.Println("exit", code)
+	}
+}

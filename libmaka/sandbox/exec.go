@@ -179,16 +179,18 @@ func (s *Sandbox) commandSpec(cmd Command) (*specs.Process, int64, time.Duration
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	rec := s.launched.Container.Record
-	ps := *rec.Process
+	ps, b, pol, err := launch.ExecBase(&s.launched.Container.Record)
+	if err != nil {
+		return nil, 0, 0, err
+	}
 	ps.Args, ps.Cwd, ps.Terminal, ps.ConsoleSize = args, cwd, false, nil
-	ps.Env = launch.ExecHome(launch.MergeEnv(ps.Env, cmd.Env), rec.Boundary, ps.User.UID, true, cmd.Env)
+	ps.Env = launch.ExecHome(launch.MergeEnv(ps.Env, cmd.Env), b, ps.User.UID, true, cmd.Env)
 	for _, kv := range cmd.Env {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
 			return nil, 0, 0, fmt.Errorf("command env %q: want NAME=value", kv)
 		}
 	}
-	if err := specconv.CheckExec(libmaka.ThisHost(), &ps, rec.Policy, rec.Boundary); err != nil {
+	if err := specconv.CheckExec(libmaka.ThisHost(), &ps, pol, b); err != nil {
 		return nil, 0, 0, err
 	}
 	return &ps, limit, timeout, nil

@@ -24,9 +24,9 @@ func testSandbox(t *testing.T) *Sandbox {
 	b := &libmaka.Boundary{Profile: "restricted"}
 	b.Process.NoNewPrivileges = true
 	ctr := &libmaka.Container{Record: libmaka.Record{
-		Process:  &specs.Process{Cwd: "/", Env: []string{"PATH=/bin", "HOME=/maka/work"}, NoNewPrivileges: true},
-		Boundary: b,
-		Policy:   pol,
+		Process:  libmaka.Hold(&specs.Process{Cwd: "/", Env: []string{"PATH=/bin", "HOME=/maka/work"}, NoNewPrivileges: true}),
+		Boundary: libmaka.Hold(b),
+		Policy:   libmaka.Hold(pol),
 	}}
 	return &Sandbox{
 		m:        &Manager{opts: Options{MaxTimeout: 180 * time.Second, OutputLimit: 1 << 20}},
@@ -57,8 +57,8 @@ func TestCommandSpec(t *testing.T) {
 		t.Errorf("a list executes directly: %q %v", ps.Args, err)
 	}
 	// The record's process is the base, never changed by a command.
-	if s.launched.Container.Record.Process.Cwd != "/" || len(s.launched.Container.Record.Process.Env) != 2 {
-		t.Errorf("the init's process spec was modified: %+v", s.launched.Container.Record.Process)
+	if init, _ := s.launched.Container.Record.Process.Get(); init.Cwd != "/" || len(init.Env) != 2 {
+		t.Errorf("the init's process spec was modified: %+v", init)
 	}
 }
 

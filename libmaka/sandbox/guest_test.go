@@ -24,6 +24,7 @@ import (
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/monitor"
 	"github.com/maka-runtime/maka/specconv"
+	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
@@ -469,16 +470,28 @@ func TestGuestRecoverAndRelaunch(t *testing.T) {
 		_ = json.Unmarshal([]byte(out), &st)
 		return st.Status
 	}
-	record := func() *libmaka.ContainerRecord {
+	type decoded struct {
+		*libmaka.ContainerRecord
+		Boundary *libmaka.Boundary
+		Policy   *libmaka.Policy
+	}
+	record := func() decoded {
 		store, err := m.rt.Store(false)
 		if err != nil || store == nil {
 			t.Fatalf("the store: %v", err)
 		}
 		rec, err := store.Get(id)
-		if err != nil {
+		if err != nil || rec == nil {
 			t.Fatalf("the record: %v", err)
 		}
-		return rec
+		d := decoded{ContainerRecord: rec}
+		if d.Boundary, err = rec.Boundary.Get(); err != nil || d.Boundary == nil {
+			t.Fatalf("the record's boundary: %v", err)
+		}
+		if d.Policy, err = rec.Policy.Get(); err != nil || d.Policy == nil {
+			t.Fatalf("the record's policy: %v", err)
+		}
+		return d
 	}
 	// lose kills the sandbox's processes, its monitor and the monitor's
 	// guard, removes the sandbox's cgroup and wipes its runtime state, as a
@@ -919,5 +932,101 @@ echo done`)
 	}
 	if left := leftovers(m, s); len(left) > 0 {
 		t.Errorf("after the agent died, left of the sandbox: %q", left)
+	}
+}
+
+// Wait returns the init's exit code as `maka run` exits with it: its own
+// code, 128+N for a signal (137 when the monitor's timeout or Destroy
+// killed it), the monitor's reason with it; a ctx that ends first ends the
+// wait, not the sandbox.
+func TestGuestWait(t *testing.T) {
+	m, rootfs := guestManager(t, Options{})
+	ctx := context.Background()
+	run := func(id string, spec func(*specs.Spec), args ...string) *Sandbox {
+		t.Helper()
+		sp := DefaultSpec(rootfs, args...)
+		if spec != nil {
+			spec(sp)
+		}
+		s, err := m.Launch(ctx, Request{ID: id, Bundle: "/", Spec: sp})
+		if err != nil {
+			t.Fatalf("launch %s: %v", id, err)
+		}
+		t.Cleanup(func() {
+			if err := s.Destroy(); err != nil {
+				t.Errorf("destroy %s: %v", id, err)
+			}
+		})
+		return s
+	}
+	// A workload's own code; asked again once it has exited, the same.
+	s := run("api-wait-7", nil, "sh", "-c", "exit 7")
+	if code, err := s.Wait(ctx); code != 7 || err != nil {
+		t.Errorf("exit 7: %d %v", code, err)
+	}
+	if code, err := s.Wait(ctx); code != 7 || err != nil {
+		t.Errorf("exit 7, waited again: %d %v", code, err)
+	}
+	s = run("api-wait-true", nil, "true")
+	time.Sleep(time.Second) // exited before the call
+	if code, err := s.Wait(ctx); code != 0 || err != nil {
+		t.Errorf("true: %d %v", code, err)
+	}
+	if err := s.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(m, s); len(left) > 0 {
+		t.Errorf("after Wait and Destroy, left of the sandbox: %q", left)
+	}
+
+	// Past its lifetime (org.maka.timeout) the monitor kills it: 137, and
+	// the error says why.
+	s = run("api-wait-timeout", func(sp *specs.Spec) {
+		sp.Annotations = map[string]string{specconv.AnnotationTimeout: "2"}
+	}, "sleep", "100")
+	start := time.Now()
+	code, err := s.Wait(ctx)
+	var v *BoundaryViolation
+	if code != 137 || !errors.As(err, &v) || v.Code() != monitor.TimeoutCode {
+		t.Errorf("past its timeout: %d %v", code, err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("killed at its 2 s timeout, Wait returned after %s", d)
+	}
+
+	// A ctx that ends first: its error, and the sandbox lives on.
+	s = launchIdle(t, m, rootfs, "api-wait-idle")
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	code, err = s.Wait(short)
+	cancel()
+	if code != -1 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("ctx past its deadline: %d %v", code, err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if code, err := s.Wait(cancelled); code != -1 || !errors.Is(err, context.Canceled) {
+		t.Errorf("ctx cancelled: %d %v", code, err)
+	}
+	if r, err := s.Exec(ctx, Command{Shell: "echo alive"}); err != nil || string(r.Stdout) != "alive\n" {
+		t.Fatalf("after the waits ended: %v %+v", err, r)
+	}
+
+	// Destroy while a Wait waits: the init is killed, 137, no error.
+	waited := make(chan [2]any, 1)
+	go func() {
+		code, err := s.Wait(ctx)
+		waited <- [2]any{code, err}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	if err := s.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-waited:
+		if got[0] != 137 || got[1] != nil {
+			t.Errorf("destroyed while waited for: %v %v, want 137", got[0], got[1])
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("destroyed while waited for: Wait did not return")
 	}
 }

@@ -116,8 +116,8 @@ func Open(opts Options) (*Manager, error) {
 // sb-…), and either a bundle
 // directory holding config.json (Bundle) or a configuration built in Go
 // (Spec, with Bundle the directory a relative root.path is relative to).
-// The sandbox's process should idle (DefaultSpec's does): commands run
-// beside it with Exec.
+// For Exec the sandbox's process should idle (IdleArgs): commands run
+// beside it. A process that runs to its end is waited for with Wait.
 type Request struct {
 	ID     string
 	Bundle string
@@ -137,7 +137,13 @@ type Request struct {
 type Sandbox struct {
 	m        *Manager
 	launched *launch.Launched
+	// initDone is closed once the init has been reaped (by the goroutine
+	// Launch starts: the init is this process's child), with initCode its
+	// exit code and initErr why it could not be had; both are written
+	// before the close and read only after it.
 	initDone chan struct{}
+	initCode int
+	initErr  error
 	// slot serialises commands: one runs at a time, the others queue with
 	// their deadlines running.
 	slot chan struct{}
@@ -300,9 +306,14 @@ func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *launch.Owne
 		return nil, err
 	}
 	s := &Sandbox{m: m, launched: launched, initDone: make(chan struct{}), slot: make(chan struct{}, 1), owner: owner, digest: digest, agent: launched.Agent}
-	// The init is this process's child: reap it when it ends.
+	// The init is this process's child: reap it when it ends, and keep
+	// its status for Wait.
 	go func() {
-		_, _ = p.Wait()
+		st, err := p.Wait()
+		s.initCode = launch.ExitCode(st)
+		if st == nil && err != nil {
+			s.initErr = err
+		}
 		close(s.initDone)
 	}()
 	if err != nil {
@@ -319,7 +330,12 @@ func (m *Manager) launch(id, bundle string, spec *specs.Spec, owner *launch.Owne
 func (s *Sandbox) ID() string { return s.launched.Container.ID() }
 
 // Boundary is the contract the sandbox was launched under.
-func (s *Sandbox) Boundary() *libmaka.Boundary { return s.launched.Container.Record.Boundary }
+func (s *Sandbox) Boundary() *libmaka.Boundary {
+	// A Sandbox is made only by launch.Run, whose record holds the
+	// boundary it compiled: Get decodes nothing and cannot fail.
+	b, _ := s.launched.Container.Record.Boundary.Get()
+	return b
+}
 
 // Violations are the sandbox's violation records so far, identical ones
 // folded (Record.Repeat, Record.Last) as `maka violations` shows them.

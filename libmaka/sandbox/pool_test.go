@@ -11,7 +11,7 @@ import (
 
 // idleSandbox is a pool's sandbox as claim sees it, with no container.
 func idleSandbox(created time.Time, timeout int64) *Sandbox {
-	ctr := &libmaka.Container{Record: libmaka.Record{Boundary: &libmaka.Boundary{Limits: libmaka.Limits{Timeout: timeout}}}}
+	ctr := &libmaka.Container{Record: libmaka.Record{Boundary: libmaka.Hold(&libmaka.Boundary{Limits: libmaka.Limits{Timeout: timeout}})}}
 	return &Sandbox{launched: &launch.Launched{Container: ctr, Created: created}, initDone: make(chan struct{})}
 }
 

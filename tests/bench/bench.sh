@@ -13,6 +13,10 @@
 # `maka boundary --format oci` (the document built from the contract): the restricted profile's defaults
 # are written into it (seccomp profile, memory/pids/cpu limits, sized tmpfs,
 # cgroup namespace), so runc and crun enforce what maka enforces.
+# maka-api is maka through its Go API in one process (tests/bench/apibench:
+# Launch, Wait, Destroy), on the same bundle under the same policy as the
+# CLI's row: run (restricted; maka-api-baseline: baseline), run-nonet, and
+# parallel10 (ten at once in one process).
 #
 # Environment:
 #   MAKA_BINARY MAKA_FIXTURES        maka and the fixtures dir (make fixtures)
@@ -249,6 +253,33 @@ api_samples() { # api_samples ROUND MODE: apibench's samples
     [ -n "$row" ] && sample "$row" "$r" "$1" "$value" "$rc"
   done <<<"$out"
 }
+# The Go API's figures of run, run-nonet and parallel10 (runtimes maka-api
+# and maka-api-baseline): apibench run/par, one process per figure, under
+# the same policy and on the same bundle as the CLI's row.
+api_rts=; [ ! -x "$w/bin/apibench" ] || api_rts="maka-api maka-api-baseline"
+api_clean() { # what a failed apibench left (the bench's leftover checks find the rest)
+  local id
+  for id in $(rt maka-api --state-dir "$w/state/maka-api-store" list -q 2>/dev/null); do
+    rt maka-api --state-dir "$w/state/maka-api-store" delete -f "$id" >/dev/null 2>&1
+  done
+}
+api_run() { # api_run TEST RUNTIME ROUND POLICY MODE ARGS...: apibench's figure as TEST's sample of RUNTIME
+  local test=$1 r=$2 round=$3 pol=$4 out rc=0 value; shift 4
+  local cmd=("$w/bin/apibench" "$@" "$w/state/maka-api" "$w/state/maka-api-store")
+  if [ -n "$pol" ]; then
+    out=$(MAKA_POLICY=$pol "${cmd[@]}" 2>>"$errlog" </dev/null) || rc=$?
+  else
+    out=$(env -u MAKA_POLICY "${cmd[@]}" 2>>"$errlog" </dev/null) || rc=$?
+  fi
+  value=$(head -1 <<<"$out" | cut -f3)
+  if [ $rc != 0 ] || [ -z "$value" ]; then
+    [ $rc != 0 ] || rc=1
+    echo "[$test $r round $round] exit $rc: apibench $*" >> "$errlog"
+    value=
+    api_clean
+  fi
+  sample "$test" "$r" "$round" "$value" "$rc"
+}
 par() { # par RUNTIME ROUND: 10 foreground runs at once
   local i pids=() rc=0
   for i in $(seq 10); do rt "$1" run -b "$w/true" "$1-par$2-$i" & pids+=($!); done
@@ -305,7 +336,13 @@ fi
 
 for ((round = 0; round < rounds; round++)); do
   if want run; then
-    for r in $(rotated $round "${runtimes[@]}" maka-baseline maka-nouserns); do
+    # maka-api: the Go API (Launch, Wait, Destroy) under restricted, as
+    # maka; maka-api-baseline under baseline, as maka-baseline.
+    for r in $(rotated $round "${runtimes[@]}" maka-baseline maka-nouserns $api_rts); do
+      case $r in
+        maka-api) api_run run "$r" $round "" run "$w/true"; continue ;;
+        maka-api-baseline) api_run run "$r" $round "$baseline_policy" run "$w/true"; continue ;;
+      esac
       b=true; [ "$r" != maka-nouserns ] || b=true-nouserns
       timed run "$r" $round rt "$r" run -b "$w/$b" "$r-run$round" ||
         rt "$r" delete -f "$r-run$round" >/dev/null 2>&1
@@ -319,7 +356,12 @@ for ((round = 0; round < rounds; round++)); do
       rt maka delete -f "maka-ph$round" >/dev/null 2>&1
   fi
   if want run-nonet; then
-    for r in $(rotated $round "${runtimes[@]}"); do
+    # maka-api under maka's policy here: restricted + networkModes host.
+    for r in $(rotated $round "${runtimes[@]}" ${api_rts:+maka-api}); do
+      if [ "$r" = maka-api ]; then
+        api_run run-nonet "$r" $round "$w/policy-hostnet.json" run "$w/true-nonet"
+        continue
+      fi
       x=$r; [[ $r != maka* ]] || x=$r-hostnet
       timed run-nonet "$r" $round rt "$x" run -b "$w/true-nonet" "$r-nonet$round" ||
         rt "$x" delete -f "$r-nonet$round" >/dev/null 2>&1
@@ -360,7 +402,12 @@ for ((round = 0; round < rounds; round++)); do
     [ $round != 0 ] || api_samples $round scale
   fi
   if want parallel && [ $round -lt "$par_rounds" ]; then
-    for r in $(rotated $round "${runtimes[@]}"); do
+    # maka-api: 10 Launch-Wait-Destroy at once in one process.
+    for r in $(rotated $round "${runtimes[@]}" ${api_rts:+maka-api}); do
+      if [ "$r" = maka-api ]; then
+        api_run parallel10 "$r" $round "" par 10 "$w/true"
+        continue
+      fi
       timed parallel10 "$r" $round par "$r" $round ||
         for i in $(seq 10); do rt "$r" delete -f "$r-par$round-$i" >/dev/null 2>&1; done
     done

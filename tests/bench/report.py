@@ -125,7 +125,7 @@ def main():
             row["maka/maka-before"] = ratio(row.get("maka"), row.get("maka-before"))
         if "maka-nomon" in row:
             row["maka/maka-nomon"] = ratio(row.get("maka"), row.get("maka-nomon"))
-        for api in ("maka-api", "maka-pool"):
+        for api in ("maka-api", "maka-pool", "maka-api-baseline"):
             if api in row:
                 row[api + "/runc"] = ratio(row.get(api), row.get("runc"))
                 row[api + "/crun"] = ratio(row.get(api), row.get("crun"))
@@ -193,6 +193,9 @@ def main():
         if "maka-baseline" in row:
             lines.append([f"  maka under policy-baseline.json", cell(row["maka-baseline"]), "", "",
                           r(row["maka-baseline/runc"]), r(row["maka-baseline/crun"])])
+        if "maka-api-baseline" in row:
+            lines.append([f"  maka through the Go API under policy-baseline.json", cell(row["maka-api-baseline"]), "", "",
+                          r(row["maka-api-baseline/runc"]), r(row["maka-api-baseline/crun"])])
     mon = meta.get("monitorPeakRssKiB")
     lines.append(["maka monitor peak RSS [KiB]", "n/a (no monitor)" if mon is None else str(mon),
                   "", "", "", ""])

@@ -7,12 +7,12 @@ MAKA_POLICY=   # no --policy: the built-in default, restricted
 load helpers
 bats_require_minimum_version 1.5.0
 
-@test "Go API: launch, bounded commands (output cap, deadlines, queue), detached children killed, violations typed, relaunch under today's policy, nothing left" {
+@test "Go API: launch, bounded commands (output cap, deadlines, queue), Wait for the exit status, detached children killed, violations typed, relaunch under today's policy, nothing left" {
   run env MAKA_GUEST_TESTS=1 MAKA_ROOTFS="$MAKA_ROOTFS" MAKA_BINARY="$MAKA_BINARY" "$MAKA_FIXTURES/sandbox.test" -test.v -test.run Guest -test.timeout 600s
   echo "$output"
   [ "$status" -eq 0 ]
   # every guest test ran: none skipped, none missing
-  [ "$(grep -c '^--- PASS: TestGuest' <<<"$output")" -eq 9 ]
+  [ "$(grep -c '^--- PASS: TestGuest' <<<"$output")" -eq 10 ]
   ! grep -q '^--- SKIP' <<<"$output"
 }
 

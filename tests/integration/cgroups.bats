@@ -82,9 +82,17 @@ refused() {
   pid=$!
   echo "$pid" > "$cg/cgroup.procs"
   # Refused at the check now, before anything exists (baseline: a
-  # cgroupsPath never inside a cgroup that holds processes).
-  refused "$BASELINE" cg-busy /kubepods/busy "linux.cgroupsPath: /kubepods/busy already holds 1 process(es): a sandbox gets a cgroup of its own"
+  # cgroupsPath never inside a cgroup that holds processes): maka's reason,
+  # then runc's words, which runc's own suite looks for (cgroups.bats' "run/
+  # create should error for a non-empty cgroup"), by create and run alike.
+  refused "$BASELINE" cg-busy /kubepods/busy "linux.cgroupsPath: /kubepods/busy already holds 1 process(es): a sandbox gets a cgroup of its own (container's cgroup is not empty)"
+  MAKA_POLICY=$BASELINE run maka_io run -d --bundle "$BATS_TEST_TMPDIR/cg-busy" cg-busy-run
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"linux.cgroupsPath: /kubepods/busy already holds 1 process(es)"*"(container's cgroup is not empty)"* ]]
+  assert_nothing_left cg-busy-run
   [ "$(cat "$cg/cgroup.procs")" = "$pid" ]
+  [ -z "$(find "$cg" -mindepth 1 -type d)" ]   # no cgroup made inside it
   kill "$pid"; wait "$pid" 2>/dev/null || true
   echo 1 > "$cg/cgroup.freeze"
   refused "$BASELINE" cg-frozen /kubepods/busy "container's cgroup unexpectedly frozen"

@@ -9,6 +9,16 @@
 //	apibench scale ROOTFS ROOT STATEDIR   100 sequential Execs, 20 concurrent
 //	                                      on 20 sandboxes, host memory per
 //	                                      idle sandbox with 50 idle
+//	apibench run BUNDLE ROOT STATEDIR     `maka run BUNDLE` through the API:
+//	                                      Launch, Wait (exit 0 wanted),
+//	                                      Destroy (row run)
+//	apibench par N BUNDLE ROOT STATEDIR   N of those at once, in one process
+//	                                      (row parallelN)
+//
+// round and scale run under the built-in restricted profile; run and par
+// under the policy the CLI would take: MAKA_POLICY's file, else
+// /etc/maka/policy.json if it exists, else restricted, so that they are
+// measured against `maka run` under the same policy.
 //
 // Everything it launches is destroyed before it exits; a leftover state
 // directory is an error.
@@ -27,29 +37,59 @@ import (
 	"sync"
 	"time"
 
+	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
 )
 
 func init() { sandbox.Init() } // the program is also the sandbox's init
 
+const usage = `usage: apibench round|scale ROOTFS ROOT STATEDIR
+       apibench run BUNDLE ROOT STATEDIR
+       apibench par N BUNDLE ROOT STATEDIR`
+
 func main() {
-	if len(os.Args) != 5 {
-		fmt.Fprintln(os.Stderr, "usage: apibench round|scale ROOTFS ROOT STATEDIR")
+	args := os.Args[1:]
+	n := 1
+	if len(args) == 5 && args[0] == "par" {
+		var err error
+		if n, err = strconv.Atoi(args[1]); err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "apibench: par %q: want a count of at least 1\n%s\n", args[1], usage)
+			os.Exit(2)
+		}
+		args = append(args[:1], args[2:]...)
+	}
+	if len(args) != 4 {
+		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
-	mode, rootfs, root, stateDir := os.Args[1], os.Args[2], os.Args[3], os.Args[4]
-	m, err := sandbox.Open(sandbox.Options{Root: root, StateDir: stateDir})
+	mode, dir, root, stateDir := args[0], args[1], args[2], args[3]
+	opts := sandbox.Options{Root: root, StateDir: stateDir}
+	if mode == "run" || mode == "par" {
+		// The CLI's choice (maka's --policy flag reads MAKA_POLICY): the
+		// rows are ratios to `maka run` under the same policy.
+		p, err := libmaka.LoadPolicy(os.Getenv("MAKA_POLICY"))
+		if err != nil {
+			fail(err)
+		}
+		opts.Policy = p
+	}
+	m, err := sandbox.Open(opts)
 	if err != nil {
 		fail(err)
 	}
-	req := sandbox.Request{Bundle: "/", Spec: sandbox.DefaultSpec(rootfs, sandbox.IdleArgs...)}
+	// round and scale: dir is a root filesystem, launched idle.
+	req := sandbox.Request{Bundle: "/", Spec: sandbox.DefaultSpec(dir, sandbox.IdleArgs...)}
 	switch mode {
 	case "round":
 		err = round(m, req)
 	case "scale":
 		err = scale(m, req)
+	case "run":
+		err = runBundle(m, dir)
+	case "par":
+		err = parBundle(m, dir, n)
 	default:
-		err = fmt.Errorf("mode %q: want round or scale", mode)
+		err = fmt.Errorf("mode %q: want round, scale, run or par\n%s", mode, usage)
 	}
 	if cerr := m.Close(); err == nil {
 		err = cerr
@@ -170,6 +210,54 @@ func scale(m *sandbox.Manager, req sandbox.Request) error {
 	sample("api-idle", "maka-api", float64(charged/1024+rss)/float64(len(sbs)))
 	fmt.Fprintf(os.Stderr, "apibench: %d idle sandboxes: cgroups %d KiB, this process +%d KiB, MemAvailable -%d KiB\n",
 		len(sbs), charged/1024, rss, baseAvail-memAvailableKiB())
+	return nil
+}
+
+// runOnce is `maka run BUNDLE` through the API: the bundle's process runs
+// to its end in a new sandbox, which is then removed. An exit other than
+// 0 is an error: a failed run is not a figure.
+func runOnce(m *sandbox.Manager, bundle string) error {
+	sb, err := m.Launch(ctx, sandbox.Request{Bundle: bundle})
+	if err != nil {
+		return err
+	}
+	code, err := sb.Wait(ctx)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("sandbox %s: its process exited %d", sb.ID(), code)
+	}
+	return errors.Join(err, sb.Destroy())
+}
+
+// runBundle: one run, from Launch to the end of Destroy, in a process
+// whose Manager is open (an embedder opens it once; the CLI's figure
+// includes maka's own start). It is the process's first launch.
+func runBundle(m *sandbox.Manager, bundle string) error {
+	t0 := time.Now()
+	if err := runOnce(m, bundle); err != nil {
+		return err
+	}
+	sample("run", "maka-api", us(time.Since(t0)))
+	return nil
+}
+
+// parBundle: n runs at once, one goroutine each, until the last is
+// removed (the CLI's figure: n `maka run` processes at once).
+func parBundle(m *sandbox.Manager, bundle string, n int) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = runOnce(m, bundle)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	sample("parallel"+strconv.Itoa(n), "maka-api", us(time.Since(t0)))
 	return nil
 }
 
