@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -80,7 +81,8 @@ func (l *Lazy[T]) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if len(t) == 0 || t[0] != '{' {
-		return fmt.Errorf("not a JSON object")
+		// encoding/json adds the field's path; JSONError words it.
+		return &json.UnmarshalTypeError{Value: jsonValueKind(t), Type: reflect.TypeFor[T]()}
 	}
 	l.raw = append(json.RawMessage(nil), t...)
 	return nil
@@ -152,4 +154,20 @@ func RecordedPolicy(p *Lazy[Policy], b *Lazy[Boundary]) (*Policy, error) {
 		return nil, nil
 	}
 	return BuiltinPolicy(bv.Profile)
+}
+
+// jsonValueKind names the JSON value b starts, as encoding/json's
+// UnmarshalTypeError does.
+func jsonValueKind(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == '"':
+		return "string"
+	case b[0] == '[':
+		return "array"
+	case b[0] == 't' || b[0] == 'f':
+		return "bool"
+	}
+	return "number"
 }
