@@ -34,6 +34,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 [ $# -gt 0 ] || set -- maka runc
 export PATH=$PATH:/usr/sbin:/sbin
 log() { echo "critest: $*"; }
+# One handler's run: Ginkgo's --timeout, and a hard stop 10 minutes later.
+timeout=${CRITEST_TIMEOUT:-4h}
+[[ $timeout =~ ^([0-9]+)([hms]?)$ ]] ||
+  { log "CRITEST_TIMEOUT=$timeout: whole hours, minutes or seconds (4h, 90m, 600s)"; exit 2; }
+case ${BASH_REMATCH[2]} in
+  h) secs=$(( BASH_REMATCH[1] * 3600 )) ;;
+  m) secs=$(( BASH_REMATCH[1] * 60 )) ;;
+  *) secs=${BASH_REMATCH[1]}; timeout=${secs}s ;;
+esac
 
 results=$work/results
 run=/run/critest
@@ -125,8 +134,6 @@ done < "$here/exclude.txt"
 [ -z "${CRITEST_SKIP:-}" ] || skips+=("-ginkgo.skip=$CRITEST_SKIP")
 focus=()
 [ -z "${CRITEST_FOCUS:-}" ] || focus=("-ginkgo.focus=$CRITEST_FOCUS")
-timeout=${CRITEST_TIMEOUT:-4h}
-secs=$(( $(sed -E 's/^([0-9]+)h$/\1*3600/; s/^([0-9]+)m$/\1*60/; s/^([0-9]+)s?$/\1/' <<< "$timeout") ))
 cp "$here/exclude.txt" "$results/exclude.txt"
 printf '%s\n' "${CRITEST_SKIP:-}" > "$results/extra-skip.txt"
 printf '%s\n' "${CRITEST_FOCUS:-}" > "$results/focus.txt"

@@ -16,7 +16,9 @@ The images, for what critest checks in them (docs/dev/critest.md):
   registry.k8s.io/pause:3.6                 containerd 1.6's sandbox_image: /pause
   registry.k8s.io/e2e-test-images/busybox:1.29-2
                                             critest's default container image: busybox
-                                            (every applet a link in /bin), Cmd ["sh"]
+                                            (every applet a link in /bin; pgrep and ipcs,
+                                            which Debian's lacks, as shell stand-ins),
+                                            Cmd ["sh"]
   registry.k8s.io/e2e-test-images/nginx:1.14-2
   gcr.io/k8s-staging-cri-tools/hostnet-nginx-amd64
                                             busybox plus the nginx stand-in on port 80
@@ -145,7 +147,44 @@ def busybox_layer():
             l.link("bin/" + a, "busybox")
     l.file("etc/passwd", PASSWD.encode())
     l.file("etc/group", GROUP.encode())
+    # Debian's busybox-static has no pgrep and no ipcs applet, which docker's
+    # busybox has and critest runs: small stand-ins (see their text).
+    for a in ("pgrep", "ipcs"):
+        if a not in applets:
+            l.file("bin/" + a, STANDINS[a].encode(), 0o755)
     return l.bytes()
+
+
+STANDINS = {
+    # critest: `sh -c "pgrep sleep || true"` (execSync with timeout: the
+    # timed-out exec's sleep must be gone).
+    "pgrep": """#!/bin/sh
+# pgrep PATTERN: a stand-in (tests/critest/make-images.py) for busybox's
+# pgrep, which Debian's busybox-static lacks: the PIDs of the processes whose
+# name (comm) matches the extended regular expression PATTERN, exit 1 if none.
+[ $# -eq 1 ] || { echo "usage: pgrep PATTERN (stand-in: no options)" >&2; exit 2; }
+rc=1
+for d in /proc/[0-9]*; do
+  { read -r comm < "$d/comm"; } 2>/dev/null || continue
+  if echo "$comm" | grep -Eq -- "$1"; then echo "${d#/proc/}"; rc=0; fi
+done
+exit $rc
+""",
+    # critest: `ipcs -m` (HostIpc: the host's segment id is listed, or not).
+    "ipcs": """#!/bin/sh
+# ipcs -m: a stand-in (tests/critest/make-images.py) for busybox's ipcs,
+# which Debian's busybox-static lacks: the System V shared memory segments
+# of this IPC namespace, from /proc/sysvipc/shm, in util-linux's layout.
+[ "$*" = "-m" ] || { echo "usage: ipcs -m (stand-in: shared memory only)" >&2; exit 2; }
+echo ""
+echo "------ Shared Memory Segments --------"
+echo "key        shmid      owner      perms      bytes      nattch     status"
+tail -n +2 /proc/sysvipc/shm | while read -r key shmid perms size cpid lpid nattch uid rest; do
+  printf '0x%08x %-10s %-10s %-10s %-10s %-10s\\n' "$key" "$shmid" "$uid" "$perms" "$size" "$nattch"
+done
+echo ""
+""",
+}
 
 
 def blob(layout, data):
