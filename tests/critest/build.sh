@@ -16,7 +16,8 @@
 #                 (images/*.c, static);
 #   images/       the images critest pulls, built from Debian's busybox-static
 #                 (/bin/busybox) by make-images.py: NAME.tar (an OCI layout)
-#                 and images.txt (where each goes in the guest's registry).
+#                 and images.txt (where each goes in the guest's registry),
+#                 each validated by bin/checklayout (go-containerregistry).
 # Everything is static (CGO_ENABLED=0 for the Go programs): the guest runs
 # them from the host's root, whatever it has.
 #
@@ -40,15 +41,24 @@ mkdir -p "$work/bin"
 export CGO_ENABLED=0 GOTOOLCHAIN=local
 
 # built BIN MODULE VERSION: BIN exists and Go stamped MODULE@VERSION into it.
+# (The output is captured first: grep -q closing the pipe early would fail
+# the pipeline under pipefail.)
 built() {
-  [ -x "$1" ] && $GO version -m "$1" 2>/dev/null |
-    grep -qE "^[[:space:]]+(mod|dep)[[:space:]]+$2[[:space:]]+$3([[:space:]]|\$)"
+  local out
+  [ -x "$1" ] && out=$($GO version -m "$1" 2>/dev/null) &&
+    grep -qE "^[[:space:]]+(mod|dep)[[:space:]]+$2[[:space:]]+$3([[:space:]]|\$)" <<< "$out"
 }
 
 # critest: a test binary of cri-tools' module, built inside a copy of the
 # module (its own go.mod and go.sum pin every dependency, tests' included).
+# A test binary built in its module says "(devel)" for the module's
+# version: the version critest reports (-X below) tells whether it is kept.
 critest=$work/bin/critest
-if built "$critest" sigs.k8s.io/cri-tools "$critest_version"; then
+critest_is() {
+  local out
+  [ -x "$critest" ] && out=$("$critest" -version 2>/dev/null) && grep -qx "critest version: $1" <<< "$out"
+}
+if critest_is "$critest_version"; then
   log "critest $critest_version: kept"
 else
   mod=$(GOFLAGS=-mod=mod $GO mod download -json "sigs.k8s.io/cri-tools@$critest_version" |
@@ -67,9 +77,7 @@ else
   mv "$critest.tmp" "$critest"
   log "critest: built in $(( $(date +%s) - start )) s"
 fi
-# A test binary carries no main module version: check the one it reports.
-"$critest" -version 2>/dev/null | grep -q "critest version: $critest_version" ||
-  { log "$critest does not report version $critest_version"; exit 1; }
+critest_is "$critest_version" || { log "$critest does not report version $critest_version"; exit 1; }
 
 # go_install BIN PACKAGE MODULE VERSION
 go_install() {
@@ -89,4 +97,18 @@ done
 
 rm -rf "$work/images"
 python3 "$here/make-images.py" "$work/images" "$busybox" "$work/bin/pause" "$work/bin/nginx" >&2
+
+# Every image read and validated by go-containerregistry, the library crane
+# pushes with (checklayout/, its own module), and its manifest digest the one
+# images.txt records (guest.sh checks the pushed digest against it too).
+(cd "$here/checklayout" && GOFLAGS=-mod=readonly $GO build -trimpath -o "$work/bin/checklayout" .)
+check=$work/check
+rm -rf "$check"
+while read -r tarball path ref digest; do
+  mkdir -p "$check/${tarball%.tar}"
+  tar -C "$check/${tarball%.tar}" -xf "$work/images/$tarball"
+  got=$("$work/bin/checklayout" "$check/${tarball%.tar}") || { log "$ref: not a valid image"; exit 1; }
+  [[ $got == *": $digest user "* ]] || { log "$ref: images.txt says $digest, the layout: $got"; exit 1; }
+done < "$work/images/images.txt"
+rm -rf "$check"
 log "done: $(cd "$work/bin" && echo *) and $(wc -l < "$work/images/images.txt") images in $work"

@@ -33,9 +33,10 @@ Not built: test-image-digest (critest pulls it by the digest of the image
 cri-tools published; no image built here has it) and the Windows images.
 
 Every tar is reproducible: the same inputs give the same bytes (mtime 0,
-owner 0:0, sorted), so digests are stable from one build to the next, and
+owner 0:0, sorted; layers gzipped with mtime 0), so digests are stable from one build to the next, and
 the three test-image-tags tags name one image.
 """
+import gzip
 import hashlib
 import io
 import json
@@ -202,9 +203,10 @@ def image(name, ref, layers, config):
     os.makedirs(os.path.join(layout, "blobs", "sha256"))
     descs, diff_ids = [], []
     for data in layers:
-        dg, size = blob(layout, data)
-        descs.append({"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": dg, "size": size})
-        diff_ids.append(dg)
+        # gzip (mtime 0: reproducible); the diff_id is the uncompressed tar's.
+        dg, size = blob(layout, gzip.compress(data, compresslevel=6, mtime=0))
+        descs.append({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": dg, "size": size})
+        diff_ids.append("sha256:" + hashlib.sha256(data).hexdigest())
     cfg = {"architecture": ARCH, "os": "linux", "config": config,
            "rootfs": {"type": "layers", "diff_ids": diff_ids},
            "history": [{"created_by": "tests/critest/make-images.py (maka)"}] * len(layers)}
