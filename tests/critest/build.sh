@@ -104,7 +104,7 @@ python3 "$here/make-images.py" "$work/images" "$busybox" "$work/bin/pause" "$wor
 (cd "$here/checklayout" && GOFLAGS=-mod=readonly $GO build -trimpath -o "$work/bin/checklayout" .)
 check=$work/check
 rm -rf "$check"
-while read -r tarball path ref digest; do
+while read -r tarball _ ref digest; do
   mkdir -p "$check/${tarball%.tar}"
   tar -C "$check/${tarball%.tar}" -xf "$work/images/$tarball"
   got=$("$work/bin/checklayout" "$check/${tarball%.tar}") || { log "$ref: not a valid image"; exit 1; }

@@ -55,6 +55,7 @@ sock=unix:///run/containerd/containerd.sock
 crictl() { timeout 300 "$run/bin/crictl" --runtime-endpoint "$sock" --image-endpoint "$sock" --timeout 240s "$@"; }
 
 pids=()
+# shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
