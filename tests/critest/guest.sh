@@ -67,7 +67,7 @@ trap cleanup EXIT
 
 # 1. The registry, and the images in it.
 sed "s#@STORAGE@#/tmp/critest-registry#" "$here/registry.yml" > "$run/registry.yml"
-"$run/bin/registry" serve "$run/registry.yml" > "$results/registry.log" 2>&1 < /dev/null &
+OTEL_TRACES_EXPORTER=none "$run/bin/registry" serve "$run/registry.yml" > "$results/registry.log" 2>&1 < /dev/null &
 pids+=($!)
 up=
 for _ in $(seq 1 150); do
@@ -97,6 +97,9 @@ for _ in $(seq 1 150); do pgrep -x containerd > /dev/null || break; sleep 0.2; d
 mkdir -p /var/lib/containerd /etc/maka /var/log/pods
 mountpoint -q /var/lib/containerd || mount -t tmpfs tmpfs /var/lib/containerd
 cp "${CRITEST_POLICY:-$here/policy.json}" /etc/maka/policy.json
+# docs/kubernetes.md's bridge (ipMasq off: no iptables for a pod without port
+# mappings, as in cri.bats), and portmap, which acts (iptables nat) only for a
+# pod that maps ports (critest's port mapping specs).
 cp "$here/10-critest.conflist" "$run/cni/"
 # Containers' networks, and the port mappings (portmap: iptables nat).
 modprobe -qa bridge veth br_netfilter nf_tables nft_chain_nat nft_compat nf_nat xt_nat \
