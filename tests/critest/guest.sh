@@ -161,5 +161,5 @@ for h in "$@"; do
   left=$(crictl pods -q 2> /dev/null | wc -l)
   [ "$left" -eq 0 ] || log "$h: $left pod(s) still listed after rmp -af"
 done
-crictl images > "$results/images.txt" 2>&1 || true
+crictl images > "$results/containerd-images.txt" 2>&1 || true
 exit 0
