@@ -44,7 +44,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: FORCE all build maka monitor agent dynamic install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation images test demo bench deps deps-packages lint clean
+.PHONY: FORCE all build maka monitor agent dynamic install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation critest images test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -218,6 +218,16 @@ runc-suite: build images
 # Summary in build/oci-validation/summary.txt; see docs/dev/oci-validation.md.
 oci-validation: build
 	tests/oci-validation/run.sh $(OCI_VALIDATION_RUNTIMES)
+
+# Kubernetes' CRI validation suite (cri-tools' critest, at CRICTL_VERSION,
+# from the Go module proxy) against containerd 1.6 with the runtime handlers
+# maka and runc side by side, in one guest; its images are built here from
+# busybox-static and served by distribution's registry in the guest (both
+# built from the Go module proxy too); never part of `make test`.
+# CRITEST_HANDLERS ("maka runc"), CRITEST_FOCUS, CRITEST_SKIP (regexes).
+# Summary in build/critest/summary.txt; see docs/dev/critest.md.
+critest: build crictl
+	CRITEST_VERSION=$(CRICTL_VERSION) MAKA_CRICTL=$(CRICTL) tests/critest/run.sh $(CRITEST_HANDLERS)
 
 # One real container, end to end (in the guest unless this host is cgroup v2).
 demo: build fixtures
