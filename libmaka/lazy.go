@@ -19,7 +19,10 @@ import (
 // command that republishes the record (start's and delete's stage changes)
 // never encodes it either.
 //
-// The zero Lazy holds nothing (JSON null or absent).
+// The zero Lazy holds nothing (JSON null or absent). A Lazy is not safe for
+// concurrent use: its first Get of bytes read writes the decoded value. A
+// record shared between goroutines (a Manager's Sandbox) holds values it
+// was given, which Get only returns.
 type Lazy[T any] struct {
 	raw json.RawMessage // as read; nil when absent, null or replaced
 	v   *T              // decoded from raw, or given
