@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/opencontainers/selinux/go-selinux"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,6 +32,10 @@ type Host interface {
 	// (from the cgroup v2 hierarchy's root: /kubepods/pod1); an error if
 	// the cgroup does not exist.
 	CgroupProcs(path string) (int, error)
+	// SELinux reports whether SELinux is enabled on the host: without it
+	// an SELinux label confines nothing, and the kernel refuses a mount
+	// that carries one (context=).
+	SELinux() bool
 }
 
 // HostFacts are the host's facts that do not depend on a path.
@@ -150,6 +155,9 @@ func (thisHost) Stat(path string) (HostStat, error) {
 }
 
 func (thisHost) CgroupProcs(path string) (int, error) { return cgroupProcsIn(cgroupRoot, path) }
+
+// SELinux asks go-selinux, the library libcontainer labels with.
+func (thisHost) SELinux() bool { return selinux.GetEnabled() }
 
 // cgroupProcsIn counts the processes directly in the cgroup at path of
 // the hierarchy mounted at root.

@@ -271,6 +271,7 @@ func ToLibcontainer(host libmaka.Host, b *libmaka.Boundary, opts Options) (*Conv
 	if err != nil {
 		return nil, err
 	}
+	dropLabels(host, spec)
 	cfg, err := rspecconv.CreateLibcontainerConfig(&rspecconv.CreateOpts{
 		CgroupName:      opts.ID,
 		NoPivotRoot:     opts.NoPivotRoot,
@@ -380,6 +381,24 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged, stack uint64) (*specs.S
 		return nil, err
 	}
 	return spec, nil
+}
+
+// dropLabels leaves out the SELinux labels on a host without SELinux, as
+// crun does: there they confine nothing (the contract keeps them, `maka
+// boundary` shows them), and libcontainer would still add context= to
+// every mount, which the kernel refuses (runtime-tools' linux_mount_label),
+// and write the process label where no SELinux reads it.
+func dropLabels(host libmaka.Host, spec *specs.Spec) {
+	if spec.Linux.MountLabel == "" && (spec.Process == nil || spec.Process.SelinuxLabel == "") {
+		return
+	}
+	if host.SELinux() {
+		return
+	}
+	spec.Linux.MountLabel = ""
+	if spec.Process != nil {
+		spec.Process.SelinuxLabel = ""
+	}
 }
 
 // ProcessOf is the init's process as the Boundary holds it.

@@ -547,3 +547,45 @@ func TestKernelArchsNeverAdds(t *testing.T) {
 		}
 	}
 }
+
+// An SELinux label confines only under SELinux: on a host without it the
+// labels stay in the contract and stay out of libcontainer's config (the
+// kernel refuses a mount with context=, runtime-tools' linux_mount_label);
+// on a host with it they are applied, init and exec alike.
+func TestSELinuxLabelsOnlyWhereSELinuxIs(t *testing.T) {
+	const mountLabel = "system_u:object_r:svirt_sandbox_file_t:s0:c715,c811"
+	const procLabel = "system_u:system_r:svirt_lxc_net_t:s0:c715,c811"
+	s := exampleSpec(t)
+	s.Root.Path = t.TempDir()
+	s.Linux.MountLabel = mountLabel
+	s.Process.SelinuxLabel = procLabel
+	b, err := ToBoundary(testHost, s, policy(t, "baseline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.MountLabel != mountLabel || b.Process.SelinuxLabel != procLabel {
+		t.Fatalf("the contract lost the labels: %q %q", b.MountLabel, b.Process.SelinuxLabel)
+	}
+	convertable(t, b, "l1")
+	for _, on := range []bool{false, true} {
+		host := fakeHost{Host: testHost, facts: testHost.Facts(), selinux: &on}
+		out, err := ToLibcontainer(host, testLease(b), Options{ID: "l1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantMount, wantProc := "", ""
+		if on {
+			wantMount, wantProc = mountLabel, procLabel
+		}
+		if out.Config.MountLabel != wantMount || out.Config.ProcessLabel != wantProc {
+			t.Errorf("SELinux %v: libcontainer's labels %q %q, want %q %q", on, out.Config.MountLabel, out.Config.ProcessLabel, wantMount, wantProc)
+		}
+		p, err := NewProcess(host, ProcessOf(b), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Label != wantProc {
+			t.Errorf("SELinux %v: exec's label %q, want %q", on, p.Label, wantProc)
+		}
+	}
+}
