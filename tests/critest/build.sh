@@ -14,6 +14,8 @@
 #                 pushes them there;
 #   bin/pause, bin/nginx  the pause process and the web server stand-in
 #                 (images/*.c, static);
+#   apparmor/     Debian's apparmor package unpacked (apparmor_parser and
+#                 /etc/apparmor.d), for the guest's AppArmor;
 #   images/       the images critest pulls, built from Debian's busybox-static
 #                 (/bin/busybox) by make-images.py: NAME.tar (an OCI layout)
 #                 and images.txt (where each goes in the guest's registry),
@@ -98,6 +100,23 @@ go_install registry github.com/distribution/distribution/v3/cmd/registry \
   github.com/distribution/distribution/v3 "$registry_version"
 go_install crane github.com/google/go-containerregistry/cmd/crane \
   github.com/google/go-containerregistry "$crane_version"
+
+# AppArmor's parser and its /etc/apparmor.d (Debian's apparmor, unpacked,
+# never installed): the guest's kernel has AppArmor, so critest's AppArmor
+# specs run and load their profiles with `sudo apparmor_parser`, and
+# containerd loads its default profile (cri-containerd.apparmor.d) with it.
+apparmor=$work/apparmor
+if [ -x "$apparmor/sbin/apparmor_parser" ]; then
+  log "apparmor: kept ($("$apparmor/sbin/apparmor_parser" --version | head -1))"
+else
+  dl=$(mktemp -d)
+  (cd "$dl" && { apt-get download -q apparmor 2>&1 | grep -v unsandboxed >&2; true; })
+  ls "$dl"/apparmor_*.deb > /dev/null 2>&1 || { log "apt-get download apparmor failed"; exit 1; }
+  rm -rf "$apparmor"
+  dpkg -x "$dl"/apparmor_*.deb "$apparmor"
+  rm -rf "$dl"
+  log "apparmor: $("$apparmor/sbin/apparmor_parser" --version | head -1)"
+fi
 
 for p in pause nginx; do
   $CC -static -Os -Wall -Werror -s -o "$work/bin/$p" "$here/images/$p.c"

@@ -23,6 +23,10 @@ The images, for what critest checks in them (docs/dev/critest.md):
   gcr.io/k8s-staging-cri-tools/hostnet-nginx-amd64
                                             busybox plus the nginx stand-in on port 80
                                             (the hostnet one: 12003)
+  registry.k8s.io/e2e-test-images/httpd:2.4.39-4
+                                            busybox plus the nginx stand-in on port 80,
+                                            started by httpd-foreground after a line
+                                            naming httpd on stderr
   gcr.io/k8s-staging-cri-tools/test-image-*  cri-tools' images/build: busybox plus an
                                             empty file /NAME (distinct images), or the
                                             same image under three tags, or a USER
@@ -279,6 +283,21 @@ for name, ref, port in (("nginx", E2E + "nginx:1.14-2", 80),
     add(name, ref, [base, nginx_layer(port)],
         {"Env": [PATH_ENV, "NGINX_PORT=%d" % port], "Cmd": ["nginx", "-g", "daemon off;"],
          "ExposedPorts": {"%d/tcp" % port: {}}, "StopSignal": "SIGQUIT"})
+
+
+# httpd (the Multiple Containers specs): served on port 80 (the page's
+# status is checked), "httpd" in the container's log, `echo` for exec. The
+# nginx stand-in serves, after a line on stderr as httpd's own first line
+# (AH00558 ...) would be.
+h = Layer()
+for d in ("usr", "usr/local", "usr/local/bin", "usr/sbin", "var", "var/run"):
+    h.dir(d)
+h.file("usr/sbin/nginx", read(nginx), 0o755)
+h.file("usr/local/bin/httpd-foreground",
+       b"#!/bin/sh\necho 'httpd: a stand-in for critest (maka): the nginx stand-in on port 80' >&2\n"
+       b"exec /usr/sbin/nginx\n", 0o755)
+add("httpd", E2E + "httpd:2.4.39-4", [base, h.bytes()],
+    {"Env": [PATH_ENV, "NGINX_PORT=80"], "Cmd": ["httpd-foreground"], "ExposedPorts": {"80/tcp": {}}})
 
 
 def marked(file_name):
