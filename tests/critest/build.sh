@@ -12,8 +12,8 @@
 #                 the images in the guest;
 #   bin/crane     go-containerregistry's crane (cmd/crane@CRANE_VERSION), which
 #                 pushes them there;
-#   bin/pause, bin/nginx  the pause process and the web server stand-in
-#                 (images/*.c, static);
+#   bin/pause, bin/nginx, bin/nnp  the pause process, the web server
+#                 stand-in and the nonewprivs program (images/*.c, static);
 #   apparmor/     Debian's apparmor package unpacked (apparmor_parser and
 #                 /etc/apparmor.d), for the guest's AppArmor;
 #   images/       the images critest pulls, built from Debian's busybox-static
@@ -118,12 +118,12 @@ else
   log "apparmor: $("$apparmor/sbin/apparmor_parser" --version | head -1)"
 fi
 
-for p in pause nginx; do
+for p in pause nginx nnp; do
   $CC -static -Os -Wall -Werror -s -o "$work/bin/$p" "$here/images/$p.c"
 done
 
 rm -rf "$work/images"
-python3 "$here/make-images.py" "$work/images" "$busybox" "$work/bin/pause" "$work/bin/nginx" >&2
+python3 "$here/make-images.py" "$work/images" "$busybox" "$work/bin/pause" "$work/bin/nginx" "$work/bin/nnp" >&2
 
 # Every image read and validated by go-containerregistry, the library crane
 # pushes with (checklayout/, its own module), and its manifest digest the one
