@@ -106,6 +106,9 @@ mkdir -p "$run/path"
 if [ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = Y ]; then
   mountpoint -q /sys/kernel/security || mount -t securityfs securityfs /sys/kernel/security
   cp -a "$work/apparmor/etc/apparmor" "$work/apparmor/etc/apparmor.d" /etc/
+  # parser.conf pins the policy's feature ABI to this file.
+  mkdir -p /usr/share/apparmor-features
+  cp -a "$work/apparmor/usr/share/apparmor-features/." /usr/share/apparmor-features/
   cp "$work/apparmor/sbin/apparmor_parser" "$run/path/"
 fi
 cat > "$run/path/sudo" << 'SUDO'
