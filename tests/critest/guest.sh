@@ -100,7 +100,7 @@ cp "${CRITEST_POLICY:-$here/policy.json}" /etc/maka/policy.json
 # AppArmor: the guest's kernel has it (critest's AppArmor specs run, and
 # containerd gives every container its default profile). securityfs, which
 # apparmor_parser and containerd look in; Debian's apparmor_parser and
-# /etc/apparmor.d, unpacked by build.sh, on the guest's throw-away /etc; and
+# /etc/apparmor.d, unpacked by build.sh, on the guest's throw-away root; and
 # `sudo`, which critest runs apparmor_parser with (we are root already).
 mkdir -p "$run/path"
 if [ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = Y ]; then
@@ -109,7 +109,9 @@ if [ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = Y ]; then
   # parser.conf pins the policy's feature ABI to this file.
   mkdir -p /usr/share/apparmor-features
   cp -a "$work/apparmor/usr/share/apparmor-features/." /usr/share/apparmor-features/
-  cp "$work/apparmor/sbin/apparmor_parser" "$run/path/"
+  # containerd 1.6 takes AppArmor as supported only if /sbin/apparmor_parser
+  # exists ("apparmor is not supported" otherwise, for every profile asked).
+  cp "$work/apparmor/sbin/apparmor_parser" /sbin/apparmor_parser
 fi
 cat > "$run/path/sudo" << 'SUDO'
 #!/bin/sh
