@@ -97,6 +97,29 @@ for _ in $(seq 1 150); do pgrep -x containerd > /dev/null || break; sleep 0.2; d
 mkdir -p /var/lib/containerd /etc/maka /var/log/pods
 mountpoint -q /var/lib/containerd || mount -t tmpfs tmpfs /var/lib/containerd
 cp "${CRITEST_POLICY:-$here/policy.json}" /etc/maka/policy.json
+# AppArmor: the guest's kernel has it (critest's AppArmor specs run, and
+# containerd gives every container its default profile). securityfs, which
+# apparmor_parser and containerd look in; Debian's apparmor_parser and
+# /etc/apparmor.d, unpacked by build.sh, on the guest's throw-away root; and
+# `sudo`, which critest runs apparmor_parser with (we are root already).
+mkdir -p "$run/path"
+if [ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = Y ]; then
+  mountpoint -q /sys/kernel/security || mount -t securityfs securityfs /sys/kernel/security
+  cp -a "$work/apparmor/etc/apparmor" "$work/apparmor/etc/apparmor.d" /etc/
+  # parser.conf pins the policy's feature ABI to this file.
+  mkdir -p /usr/share/apparmor-features
+  cp -a "$work/apparmor/usr/share/apparmor-features/." /usr/share/apparmor-features/
+  # containerd 1.6 takes AppArmor as supported only if /sbin/apparmor_parser
+  # exists ("apparmor is not supported" otherwise, for every profile asked).
+  cp "$work/apparmor/sbin/apparmor_parser" /sbin/apparmor_parser
+fi
+cat > "$run/path/sudo" << 'SUDO'
+#!/bin/sh
+# critest runs `sudo apparmor_parser`: the guest runs it as root.
+exec "$@"
+SUDO
+chmod 755 "$run/path/sudo"
+export PATH=$run/path:$PATH
 # docs/kubernetes.md's bridge (ipMasq off: no iptables for a pod without port
 # mappings, as in cri.bats), and portmap, which acts (iptables nat) only for a
 # pod that maps ports (critest's port mapping specs).
@@ -125,6 +148,7 @@ done
   echo "crictl: $("$run/bin/crictl" --version)"
   echo "registry: $("$run/bin/registry" --version 2>&1 | head -1)"
   echo "crane: $("$run/bin/crane" version 2>&1 | head -1)"
+  echo "apparmor: $(cat /sys/module/apparmor/parameters/enabled 2>/dev/null), $(apparmor_parser --version 2>&1 | head -1)"
   echo "policy (maka): $(tr -s ' \n' ' ' < /etc/maka/policy.json)"
 } > "$results/versions.txt"
 cat "$results/versions.txt"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/critest/make-images.py OUT BUSYBOX PAUSE NGINX
+"""tests/critest/make-images.py OUT BUSYBOX PAUSE NGINX NNP
 
 Builds, offline and without an engine, the images critest (cri-tools
 v1.34.0, pkg/validate and pkg/framework) pulls, as OCI image layouts, each
@@ -11,18 +11,26 @@ registry asks for (the reference without its host).
   BUSYBOX  a static busybox (Debian's busybox-static, /bin/busybox)
   PAUSE    the pod sandbox's process (images/pause.c, static)
   NGINX    the web server stand-in (images/nginx.c, static)
+  NNP      the nonewprivs program (images/nnp.c, static)
 
 The images, for what critest checks in them (docs/dev/critest.md):
   registry.k8s.io/pause:3.6                 containerd 1.6's sandbox_image: /pause
   registry.k8s.io/e2e-test-images/busybox:1.29-2
                                             critest's default container image: busybox
-                                            (every applet a link in /bin; pgrep and ipcs,
+                                            (every applet a hard link in /bin; pgrep and ipcs,
                                             which Debian's lacks, as shell stand-ins),
                                             Cmd ["sh"]
   registry.k8s.io/e2e-test-images/nginx:1.14-2
   gcr.io/k8s-staging-cri-tools/hostnet-nginx-amd64
                                             busybox plus the nginx stand-in on port 80
                                             (the hostnet one: 12003)
+  registry.k8s.io/e2e-test-images/httpd:2.4.39-4
+                                            busybox plus the nginx stand-in on port 80,
+                                            started by httpd-foreground after a line
+                                            naming httpd on stderr
+  registry.k8s.io/e2e-test-images/nonewprivs:1.3
+                                            busybox plus /usr/local/bin/nnp, setuid
+                                            root, the entrypoint: prints its euid
   gcr.io/k8s-staging-cri-tools/test-image-*  cri-tools' images/build: busybox plus an
                                             empty file /NAME (distinct images), or the
                                             same image under three tags, or a USER
@@ -45,7 +53,7 @@ import subprocess
 import sys
 import tarfile
 
-out, busybox, pause, nginx = sys.argv[1:5]
+out, busybox, pause, nginx, nnp = sys.argv[1:6]
 ARCH = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 STAGING = "gcr.io/k8s-staging-cri-tools/"
@@ -107,10 +115,14 @@ class Layer:
     def link(self, path, target):
         self.entries[path] = ("sym", 0o777, target)
 
+    def hardlink(self, path, target):
+        self.entries[path] = ("hard", 0o755, target)
+
     def bytes(self):
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
-            for path in sorted(self.entries):
+            # Hard links after everything else: their targets come first.
+            for path in sorted(self.entries, key=lambda p: (self.entries[p][0] == "hard", p)):
                 kind, mode, data = self.entries[path]
                 ti = tarfile.TarInfo(path)
                 ti.mode, ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname = mode, 0, 0, 0, "", ""
@@ -119,6 +131,9 @@ class Layer:
                     t.addfile(ti)
                 elif kind == "sym":
                     ti.type, ti.linkname = tarfile.SYMTYPE, data
+                    t.addfile(ti)
+                elif kind == "hard":
+                    ti.type, ti.linkname = tarfile.LNKTYPE, data
                     t.addfile(ti)
                 else:
                     ti.size = len(data)
@@ -143,9 +158,11 @@ def busybox_layer():
     l.dir("tmp", 0o1777)
     l.dir("root", 0o700)
     l.file("bin/busybox", read(busybox), 0o755)
+    # Hard links, as in docker's busybox image: critest's MaskedPaths spec
+    # masks /bin/ls and expects sh to run on (a symlink would mask busybox).
     for a in applets:
         if a != "busybox":
-            l.link("bin/" + a, "busybox")
+            l.hardlink("bin/" + a, "bin/busybox")
     l.file("etc/passwd", PASSWD.encode())
     l.file("etc/group", GROUP.encode())
     # Debian's busybox-static has no pgrep and no ipcs applet, which docker's
@@ -279,6 +296,31 @@ for name, ref, port in (("nginx", E2E + "nginx:1.14-2", 80),
     add(name, ref, [base, nginx_layer(port)],
         {"Env": [PATH_ENV, "NGINX_PORT=%d" % port], "Cmd": ["nginx", "-g", "daemon off;"],
          "ExposedPorts": {"%d/tcp" % port: {}}, "StopSignal": "SIGQUIT"})
+
+
+# httpd (the Multiple Containers specs): served on port 80 (the page's
+# status is checked), "httpd" in the container's log, `echo` for exec. The
+# nginx stand-in serves, after a line on stderr as httpd's own first line
+# (AH00558 ...) would be.
+h = Layer()
+for d in ("usr", "usr/local", "usr/local/bin", "usr/sbin", "var", "var/run"):
+    h.dir(d)
+h.file("usr/sbin/nginx", read(nginx), 0o755)
+h.file("usr/local/bin/httpd-foreground",
+       b"#!/bin/sh\necho 'httpd: a stand-in for critest (maka): the nginx stand-in on port 80' >&2\n"
+       b"exec /usr/sbin/nginx\n", 0o755)
+add("httpd", E2E + "httpd:2.4.39-4", [base, h.bytes()],
+    {"Env": [PATH_ENV, "NGINX_PORT=80"], "Cmd": ["httpd-foreground"], "ExposedPorts": {"80/tcp": {}}})
+
+
+# nonewprivs (Kubernetes' test/images/nonewprivs): nnp setuid root, the
+# entrypoint.
+n = Layer()
+for d in ("usr", "usr/local", "usr/local/bin"):
+    n.dir(d)
+n.file("usr/local/bin/nnp", read(nnp), 0o4755)
+add("nonewprivs", E2E + "nonewprivs:1.3", [base, n.bytes()],
+    {"Env": [PATH_ENV], "Entrypoint": ["/usr/local/bin/nnp"]})
 
 
 def marked(file_name):
