@@ -30,7 +30,7 @@ bin=$work/bin/kubelet
 
 out=
 if [ -x "$bin" ]; then out=$($GO version -m "$bin" 2>/dev/null || true); fi
-if grep -qE "^[[:space:]]+dep[[:space:]]+k8s.io/kubernetes[[:space:]]+$version([[:space:]]|\$)" <<< "$out"; then
+if grep -qE "^[[:space:]]+(mod|dep)[[:space:]]+k8s.io/kubernetes[[:space:]]+$version([[:space:]]|\$)" <<< "$out"; then
   log "kubelet $version: kept"
   exit 0
 fi
