@@ -195,9 +195,11 @@ def judge(res, handler):
     check("term: phase Failed", (t or {}).get("status", {}).get("phase") == "Failed",
           "phase %s" % (t or {}).get("status", {}).get("phase"))
 
-    rejected = len(re.findall("BOUNDARY_REJECTED", read(res, "containerd.log") or ""))
+    clog = read(res, "containerd.log")
     if handler == "maka":
-        check("maka refused nothing (containerd's log: no BOUNDARY_REJECTED)", rejected == 0, "%d" % rejected)
+        rejected = len(re.findall("BOUNDARY_REJECTED", clog or ""))
+        check("maka refused nothing (containerd's log: no BOUNDARY_REJECTED)", clog is not None and rejected == 0,
+              "%d refusals" % rejected if clog is not None else "no containerd.log")
     return checks
 
 
