@@ -46,7 +46,10 @@ cp "$work/bin/kubelet" "$run/bin/kubelet"
 cp "${KUBELET_MAKA:?}" "$run/bin/maka"
 cp "${KUBELET_CRICTL:?}" "$run/bin/crictl"
 sock=unix:///run/containerd/containerd.sock
-crictl() { timeout 300 "$run/bin/crictl" --runtime-endpoint "$sock" --image-endpoint "$sock" --timeout 240s "$@"; }
+# crictl's own config file: without one it warns on stderr at every call
+# ("/etc/crictl.yaml does not exist"), into the outputs the checks read.
+printf 'runtime-endpoint: %s\nimage-endpoint: %s\ntimeout: 240\n' "$sock" "$sock" > "$run/crictl.yaml"
+crictl() { timeout 300 "$run/bin/crictl" --config "$run/crictl.yaml" "$@"; }
 pods_url=http://127.0.0.1:10255/pods
 
 kubelet_pid='' containerd_pid=''
@@ -145,18 +148,18 @@ for h in "$@"; do
   curl -fsS "$pods_url" -o "$res/pods.json" || log "$h: /pods failed"
 
   # 4. What the checks read.
-  crictl pods -o json > "$res/cri-pods.json" 2>&1
-  crictl ps -a -o json > "$res/cri-containers.json" 2>&1
+  crictl pods -o json > "$res/cri-pods.json" 2>> "$res/crictl.err"
+  crictl ps -a -o json > "$res/cri-containers.json" 2>> "$res/crictl.err"
   pod=$(crictl pods -q --name '^shared' --state ready | head -1)
   if [ -n "$pod" ]; then
-    crictl inspectp "$pod" > "$res/shared-pod.json" 2>&1
+    crictl inspectp "$pod" > "$res/shared-pod.json" 2>> "$res/crictl.err"
     ppid=$(jq -r .info.pid "$res/shared-pod.json")
     : > "$res/ns.txt"
     for ns in net ipc uts pid mnt; do echo "pause $ns $(readlink "/proc/$ppid/ns/$ns")" >> "$res/ns.txt"; done
     for c in writer reader; do
       cid=$(crictl ps -q --pod "$pod" --name "^$c\$" --state running | head -1)
       [ -n "$cid" ] || { log "$h: no running $c"; continue; }
-      crictl inspect "$cid" > "$res/$c.json" 2>&1
+      crictl inspect "$cid" > "$res/$c.json" 2>> "$res/crictl.err"
       cpid=$(jq -r .info.pid "$res/$c.json")
       for ns in net ipc uts pid mnt; do echo "$c $ns $(readlink "/proc/$cpid/ns/$ns")" >> "$res/ns.txt"; done
       # x NAME CMD...: CMD's output and "exit STATUS" in C.NAME.
@@ -177,7 +180,7 @@ for h in "$@"; do
   fi
   for p in liveness term; do
     id=$(crictl pods -q --name "^$p" | head -1)
-    [ -z "$id" ] || crictl inspectp "$id" > "$res/$p-pod.json" 2>&1
+    [ -z "$id" ] || crictl inspectp "$id" > "$res/$p-pod.json" 2>> "$res/crictl.err"
   done
   # The host side of each container's /dev/termination-log.
   for f in /var/lib/kubelet/pods/*/containers/*/*; do
