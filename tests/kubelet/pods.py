@@ -88,9 +88,12 @@ def exec_out(res, name):
     text = read(res, name)
     if text is None:
         return None, None
-    lines = text.rstrip("\n").split("\n")
-    m = re.match(r"exit (\d+)$", lines[-1])
-    return "\n".join(lines[:-1]), int(m.group(1)) if m else None
+    # guest.sh appends "exit N" right after the output, which may not end
+    # in a newline (cat of a downwardAPI file).
+    m = re.search(r"exit (\d+)\n?\Z", text)
+    if not m:
+        return text, None
+    return text[:m.start()].rstrip("\n"), int(m.group(1))
 
 
 def judge(res, handler):
