@@ -141,7 +141,8 @@ for h in "$@"; do
     sleep 5
   done
   echo "$ready $(( $(date +%s) - t1 ))" > "$res/ready.status"
-  log "$h: pods ${ready:+ready}${ready:-NOT ready: $(tr '\n' ' ' < "$res/waiting.txt")} after $(( $(date +%s) - t1 )) s"
+  if [ -n "$ready" ]; then state=ready; else state="NOT ready: $(tr '\n' ' ' < "$res/waiting.txt")"; fi
+  log "$h: pods $state after $(( $(date +%s) - t1 )) s"
   # A few more probe periods: the healthy probes keep succeeding, the pods
   # keep their state.
   sleep 15
@@ -203,7 +204,7 @@ for h in "$@"; do
   [ "$left" -eq 0 ] || log "$h: $left pod(s) still listed after rmp -af"
   stop "$containerd_pid"; containerd_pid=
   # The kubelet's volumes (tmpfs of the projected volume) and directory.
-  grep -o ' /var/lib/kubelet[^ ]*' /proc/self/mountinfo | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
+  grep -o ' /var/lib/kubelet[^ ]*' /proc/self/mountinfo | sort -ru | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
   rm -rf /var/lib/kubelet /var/log/pods/* /var/log/containers
   log "$h: done in $(( $(date +%s) - t0 )) s"
 done
