@@ -162,10 +162,10 @@ def judge(res, handler):
               "%r" % resolv)
     nsv, rc = exec_out(res, "writer.sa-namespace")
     pn, rc2 = exec_out(res, "writer.sa-pod-name")
-    check("writer: projected files at the service account's path (downwardAPI)",
+    check("writer: service-account-like files (a downwardAPI volume at its path)",
           rc == 0 and nsv == NAMESPACE and rc2 == 0 and pn == "shared-" + NODE, "namespace %r, pod-name %r" % (nsv, pn))
     out, rc = exec_out(res, "writer.sa-write")
-    check("writer: the projected volume is read-only", rc not in (None, 0) and "Read-only file system" in (out or ""),
+    check("writer: that volume is read-only", rc not in (None, 0) and "Read-only file system" in (out or ""),
           "touch: exit %s %r" % (rc, out))
     out, rc = exec_out(res, "writer.termlog")
     check("writer: /dev/termination-log is there and writable", rc == 0 and out == "probe", "exit %s %r" % (rc, out))
