@@ -1,8 +1,12 @@
+//go:build kubeletcheck
+
 // Command checkconfig loads a KubeletConfiguration file the way the kubelet
 // does (its file loader: strict decoding, defaults, relative paths) and
 // validates it with the kubelet's own validation, on the host: a mistake in
 // tests/kubelet/kubelet.yaml shows here, not after a guest has booted.
-// tests/kubelet/build-kubelet.sh builds it in the kubelet's build module.
+// Built by hand in the kubelet's build module (build/kubelet/mod), with
+// -tags kubeletcheck: the tag keeps it out of maka's own module (go build
+// ./...), which has none of its dependencies.
 //
 //	checkconfig FILE
 package main
