@@ -44,7 +44,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: FORCE all build maka monitor agent dynamic install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation critest images test demo bench deps deps-packages lint clean
+.PHONY: FORCE all build maka monitor agent dynamic install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation critest kubelet-test images test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -228,6 +228,16 @@ oci-validation: build
 # Summary in build/critest/summary.txt; see docs/dev/critest.md.
 critest: build crictl
 	CRITEST_VERSION=$(CRICTL_VERSION) MAKA_CRICTL=$(CRICTL) tests/critest/run.sh $(CRITEST_HANDLERS)
+
+# A real kubelet (KUBELET_VERSION, k8s.io/kubernetes from the Go module proxy,
+# built into build/kubelet) standalone with static pods, against containerd
+# 1.6 whose default runtime is maka, then runc, in one guest; the pause and
+# busybox images from tests/critest's builder; never part of `make test`.
+# KUBELET_HANDLERS ("maka runc"). Summary in build/kubelet/summary.txt; see
+# docs/dev/kubelet.md.
+KUBELET_VERSION := v1.34.4
+kubelet-test: build crictl
+	KUBELET_VERSION=$(KUBELET_VERSION) MAKA_CRICTL=$(CRICTL) tests/kubelet/run.sh $(KUBELET_HANDLERS)
 
 # One real container, end to end (in the guest unless this host is cgroup v2).
 demo: build fixtures

@@ -934,8 +934,10 @@ type limitFields struct{ memory, swap, pids, quota, period, reservation, burst s
 // pids.max as the limits; memory.low as the reservation; cpuset.cpus and
 // cpuset.mems as cpu.cpus and cpu.mems) and checked like it. memory.high
 // (throttles below the memory limit), memory.min (protects at most the
-// memory limit) and cpu.weight (a share, 1 to 10000) are kept as they are.
-var unifiedKeys = []string{"cpu.max", "cpu.weight", "cpuset.cpus", "cpuset.mems", "io.max", "memory.high", "memory.low", "memory.max", "memory.min", "memory.swap.max", "pids.max"}
+// memory limit), cpu.weight (a share, 1 to 10000) and memory.oom.group (0
+// or 1: the OOM killer ends the sandbox as a whole, as the kubelet asks on
+// cgroup v2) are kept as they are.
+var unifiedKeys = []string{"cpu.max", "cpu.weight", "cpuset.cpus", "cpuset.mems", "io.max", "memory.high", "memory.low", "memory.max", "memory.min", "memory.oom.group", "memory.swap.max", "pids.max"}
 
 // UnifiedKeys are the cgroup files linux.resources.unified (and update's
 // --resources) may name.
@@ -1017,6 +1019,12 @@ func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
 			} else {
 				keep[k] = strconv.FormatUint(n, 10)
 				r.CPU.Shares = nil
+			}
+		case "memory.oom.group":
+			if v == "0" || v == "1" {
+				keep[k] = v
+			} else {
+				c.reject(field, "", "%q is not 0 or 1", v)
 			}
 		case "cpuset.cpus":
 			r.CPU.Cpus = v
@@ -1294,6 +1302,10 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 	b.Limits = libmaka.Limits{TmpfsSize: policy.DefaultLimits.TmpfsSize, Timeout: timeout}
 	b.Cgroup.Path = l.CgroupsPath
 	if r := l.Resources; r != nil {
+		if v, ok := r.Unified["memory.oom.group"]; ok {
+			g := v == "1"
+			b.Cgroup.MemoryOOMGroup = &g
+		}
 		if r.Memory != nil && r.Memory.Limit != nil {
 			b.Limits.Memory = *r.Memory.Limit
 			b.Cgroup.MemoryReservation = r.Memory.Reservation

@@ -416,6 +416,7 @@ func checkEnforced(t *testing.T, pol *libmaka.Policy, cfg *configs.Config) {
 		switch {
 		case k == "memory.high" && (v == "max" || (err == nil && n > 0 && n <= r.Memory)):
 		case k == "memory.min" && err == nil && n >= 0 && n <= r.Memory:
+		case k == "memory.oom.group" && (v == "0" || v == "1"):
 		case k == "cpu.weight" && err == nil && n >= 1 && n <= 10000 && r.CpuShares == 0:
 		default:
 			t.Fatalf("unified %s=%q reached the cgroup", k, v)

@@ -102,7 +102,7 @@ var fieldClasses = []FieldClass{
 	{"linux.resources.hugepageLimits", Modelled, true, "hugetlb limits only narrow; page sizes such as 2MB (the size names the cgroup file written)"},
 	{"linux.resources.network", Refused, true, "cgroup v1 only"},
 	{"linux.resources.rdma", Modelled, true, "rdma limits only narrow; device names checked"},
-	{"linux.resources.unified", Modelled, false, "memory.max, memory.swap.max, pids.max and cpu.max are read as the limits above, memory.low as the reservation, cpuset.cpus and cpuset.mems as cpu.cpus and cpu.mems, io.max as blockIO's throttles, and checked the same way; memory.high and memory.min (at most the memory limit) and cpu.weight (1 to 10000, instead of shares) are kept; other keys are refused"},
+	{"linux.resources.unified", Modelled, false, "memory.max, memory.swap.max, pids.max and cpu.max are read as the limits above, memory.low as the reservation, cpuset.cpus and cpuset.mems as cpu.cpus and cpu.mems, io.max as blockIO's throttles, and checked the same way; memory.high and memory.min (at most the memory limit), cpu.weight (1 to 10000, instead of shares) and memory.oom.group (0 or 1) are kept; other keys are refused"},
 	{"linux.cgroupsPath", Modelled, false, "only below the policy's cgroupParents; the cgroup must not exist yet"},
 	{"linux.namespaces", Modelled, true, "pid, mount, ipc, uts private; network by the policy's networkModes; a time namespace when asked for; never joining a mount or user namespace, nor the host's own; restricted joins none"},
 	{"linux.devices", Modelled, true, "a standard name must be the standard device; any other must be allowed by the policy's devices and be the host's node of that name"},

@@ -427,7 +427,7 @@ func ProcessOf(b *libmaka.Boundary) *specs.Process {
 
 // resourcesOf is what is written to the cgroup: the limits from
 // b.Limits alone, the rest from b.Cgroup; no unified key but memory.high,
-// memory.min and cpu.weight.
+// memory.min, memory.oom.group and cpu.weight.
 func resourcesOf(b *libmaka.Boundary) *specs.LinuxResources {
 	l, c := b.Limits, b.Cgroup
 	r := &specs.LinuxResources{
@@ -459,6 +459,12 @@ func resourcesOf(b *libmaka.Boundary) *specs.LinuxResources {
 	}
 	if c.MemoryMin != nil {
 		unified["memory.min"] = strconv.FormatInt(*c.MemoryMin, 10)
+	}
+	if c.MemoryOOMGroup != nil {
+		unified["memory.oom.group"] = "0"
+		if *c.MemoryOOMGroup {
+			unified["memory.oom.group"] = "1"
+		}
 	}
 	if c.CPUWeight != nil {
 		unified["cpu.weight"] = strconv.FormatUint(*c.CPUWeight, 10)

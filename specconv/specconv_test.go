@@ -589,3 +589,41 @@ func TestSELinuxLabelsOnlyWhereSELinuxIs(t *testing.T) {
 		}
 	}
 }
+
+// The kubelet (1.32 and later, cgroup v2, singleProcessOOMKill false: the
+// default) sets memory.oom.group to 1 in every container's
+// linux.resources.unified, so that the OOM killer ends the container as a
+// whole. It lifts no limit: maka keeps it, in the contract and in the
+// cgroup; any value but 0 or 1 is refused.
+func TestToLibcontainerMemoryOOMGroup(t *testing.T) {
+	for _, profile := range []string{`{"profile": "baseline"}`} {
+		pol, err := libmaka.ParsePolicy([]byte(profile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := exampleSpec(t)
+		s.Root.Path = t.TempDir()
+		s.Linux.Resources = &specs.LinuxResources{Unified: map[string]string{"memory.oom.group": "1"}}
+		b, err := ToBoundary(testHost, s, pol)
+		if err != nil {
+			t.Fatalf("%s: %v", profile, err)
+		}
+		if g := b.Cgroup.MemoryOOMGroup; g == nil || !*g {
+			t.Errorf("%s: contract memoryOOMGroup %v, want true", profile, g)
+		}
+		convertable(t, b, "u1")
+		out, err := ToLibcontainer(testHost, testLease(b), Options{ID: "u1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := out.Config.Cgroups.Resources.Unified["memory.oom.group"]; v != "1" {
+			t.Errorf("%s: unified %v, want memory.oom.group 1", profile, out.Config.Cgroups.Resources.Unified)
+		}
+		for _, bad := range []string{"2", "yes", "-1"} {
+			s.Linux.Resources = &specs.LinuxResources{Unified: map[string]string{"memory.oom.group": bad}}
+			if _, err := ToBoundary(testHost, s, pol); err == nil || !strings.Contains(err.Error(), `unified["memory.oom.group"]`) {
+				t.Errorf("%s: memory.oom.group %q: %v, want a refusal naming it", profile, bad, err)
+			}
+		}
+	}
+}

@@ -288,6 +288,10 @@ func ContractAfterUpdate(b *libmaka.Boundary, next Enforced, r *specs.LinuxResou
 		n, _ := strconv.ParseInt(v, 10, 64)
 		cg.MemoryMin = &n
 	}
+	if v, ok := r.Unified["memory.oom.group"]; ok {
+		g := v == "1"
+		cg.MemoryOOMGroup = &g
+	}
 	if v, ok := r.Unified["memory.high"]; ok {
 		n := int64(-1)
 		if v != "max" {
