@@ -258,7 +258,8 @@ var (
 		"/dev/null": {"c", 1, 3}, "/dev/zero": {"c", 1, 5}, "/dev/full": {"c", 1, 7}, "/dev/random": {"c", 1, 8},
 		"/dev/urandom": {"c", 1, 9}, "/dev/tty": {"c", 5, 0}, "/dev/ptmx": {"c", 5, 2},
 	}
-	// Namespaces that must be private (network is governed by the network mode).
+	// Namespaces that must be private (network is governed by the network
+	// mode; uts may be the host's with the host's network: checkNamespaces).
 	mandatoryNamespaces = []specs.LinuxNamespaceType{specs.PIDNamespace, specs.MountNamespace, specs.IPCNamespace, specs.UTSNamespace}
 	// Namespaces maka can make or join.
 	knownNamespaces = []specs.LinuxNamespaceType{specs.PIDNamespace, specs.NetworkNamespace, specs.MountNamespace,
@@ -554,10 +555,29 @@ func (c *checker) checkNamespaces() {
 			}
 		}
 	}
+	_, netns := have[specs.NetworkNamespace]
 	for _, t := range mandatoryNamespaces {
-		if _, ok := have[t]; !ok {
-			c.reject("linux.namespaces", "", "no %s namespace: sharing the host's is not allowed (add {\"type\": %q})", t, t)
+		if _, ok := have[t]; ok {
+			continue
 		}
+		if t == specs.UTSNamespace && !netns && c.policy.AllowsNetwork(libmaka.NetworkHost) {
+			// The host's network comes with the host's name: containerd
+			// gives a hostNetwork pod the host's UTS namespace. It
+			// shows the sandbox nothing the host's network does not,
+			// and the sandbox cannot change it: the namespace belongs
+			// to the host's user namespace, where the sandbox has no
+			// capability, and sethostname and setdomainname are outside
+			// maka's allowlist. A name of its own needs a namespace of
+			// its own.
+			if c.spec.Hostname != "" {
+				c.reject("hostname", "", "%q needs a uts namespace of the sandbox's own (add {\"type\": \"uts\"}); with the host's, the sandbox has the host's name", c.spec.Hostname)
+			}
+			if c.spec.Domainname != "" {
+				c.reject("domainname", "", "%q needs a uts namespace of the sandbox's own (add {\"type\": \"uts\"}); with the host's, the sandbox has the host's name", c.spec.Domainname)
+			}
+			continue
+		}
+		c.reject("linux.namespaces", "", "no %s namespace: sharing the host's is not allowed (add {\"type\": %q})", t, t)
 	}
 	if _, ok := have[specs.NetworkNamespace]; !ok && !c.policy.AllowsNetwork(libmaka.NetworkHost) {
 		c.reject("linux.namespaces", `"networkModes": [..., "host"]`, "no network namespace: the host's network is not allowed by %s (add {\"type\": \"network\"})", c.profile())

@@ -655,3 +655,46 @@ func exampleSpecWritable(t *testing.T) *specs.Spec {
 	s.Root.Readonly = false
 	return s
 }
+
+// The host's UTS namespace only comes with the host's network (a
+// hostNetwork pod through containerd), where the policy allows that, and
+// without a name of the sandbox's own; every other namespace of the
+// mandatory four stays private whatever the network.
+func TestHostUTSOnlyWithHostNetwork(t *testing.T) {
+	without := func(s *specs.Spec, types ...specs.LinuxNamespaceType) {
+		var keep []specs.LinuxNamespace
+		for _, n := range s.Linux.Namespaces {
+			if !slices.Contains(types, n.Type) {
+				keep = append(keep, n)
+			}
+		}
+		s.Linux.Namespaces = keep
+	}
+	hostNet := policy(t, "baseline")
+	hostNet.NetworkModes = append(hostNet.NetworkModes, libmaka.NetworkHost)
+	for _, tc := range []struct {
+		name   string
+		pol    *libmaka.Policy
+		change func(*specs.Spec)
+		field  string // "" allowed
+	}{
+		{"host network and host uts", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.UTSNamespace) }, ""},
+		{"host uts with a network namespace", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.UTSNamespace) }, "linux.namespaces"},
+		{"host uts, the policy without the host's network", policy(t, "baseline"), func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.UTSNamespace) }, "linux.namespaces"},
+		{"host uts with a hostname", hostNet, func(s *specs.Spec) { s.Hostname = "box"; without(s, specs.NetworkNamespace, specs.UTSNamespace) }, "hostname"},
+		{"host uts with a domainname", hostNet, func(s *specs.Spec) { s.Hostname = ""; s.Domainname = "example"; without(s, specs.NetworkNamespace, specs.UTSNamespace) }, "domainname"},
+		{"host ipc with the host's network", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.IPCNamespace) }, "linux.namespaces"},
+		{"host pid with the host's network", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.PIDNamespace) }, "linux.namespaces"},
+	} {
+		s := sandboxSpec(t)
+		s.Root.Path = t.TempDir()
+		tc.change(s)
+		_, err := ToBoundary(testHost, s, tc.pol)
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.field != "" && (err == nil || !strings.Contains(err.Error(), tc.field+":")):
+			t.Errorf("%s: %v, want a refusal of %s", tc.name, err, tc.field)
+		}
+	}
+}
