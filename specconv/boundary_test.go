@@ -682,7 +682,11 @@ func TestHostUTSOnlyWithHostNetwork(t *testing.T) {
 		{"host uts with a network namespace", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.UTSNamespace) }, "linux.namespaces"},
 		{"host uts, the policy without the host's network", policy(t, "baseline"), func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.UTSNamespace) }, "linux.namespaces"},
 		{"host uts with a hostname", hostNet, func(s *specs.Spec) { s.Hostname = "box"; without(s, specs.NetworkNamespace, specs.UTSNamespace) }, "hostname"},
-		{"host uts with a domainname", hostNet, func(s *specs.Spec) { s.Hostname = ""; s.Domainname = "example"; without(s, specs.NetworkNamespace, specs.UTSNamespace) }, "domainname"},
+		{"host uts with a domainname", hostNet, func(s *specs.Spec) {
+			s.Hostname = ""
+			s.Domainname = "example"
+			without(s, specs.NetworkNamespace, specs.UTSNamespace)
+		}, "domainname"},
 		{"host ipc with the host's network", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.IPCNamespace) }, "linux.namespaces"},
 		{"host pid with the host's network", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.PIDNamespace) }, "linux.namespaces"},
 	} {
