@@ -616,8 +616,8 @@ func TestToLibcontainerMemoryOOMGroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v := out.Config.Cgroups.Resources.Unified["memory.oom.group"]; v != "1" {
-			t.Errorf("%s: unified %v, want memory.oom.group 1", profile, out.Config.Cgroups.Resources.Unified)
+		if v := out.Config.Cgroups.Unified["memory.oom.group"]; v != "1" {
+			t.Errorf("%s: unified %v, want memory.oom.group 1", profile, out.Config.Cgroups.Unified)
 		}
 		for _, bad := range []string{"2", "yes", "-1"} {
 			s.Linux.Resources = &specs.LinuxResources{Unified: map[string]string{"memory.oom.group": bad}}
