@@ -252,7 +252,7 @@ bench: build fixtures
 	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES) MAKA_RUNC=$$(command -v runc || true) \
 		MAKA_CRUN=$$(command -v crun || true) BENCH_OUT=$(CURDIR)/build \
 		BENCH_HOST_LOAD_BEFORE="$$(cat /proc/loadavg)"; \
-	export VM_ENV="BENCH_ROUNDS BENCH_PAR_ROUNDS BENCH_RSS_ROUNDS BENCH_WORK_ROUNDS BENCH_OUT BENCH_TESTS BENCH_MONITOR_PATTERN BENCH_MAKA_BEFORE BENCH_MAKA_BEFORE_PLAIN"; \
+	export VM_ENV="BENCH_CSD_PAUSE BENCH_ROUNDS BENCH_PAR_ROUNDS BENCH_RSS_ROUNDS BENCH_WORK_ROUNDS BENCH_OUT BENCH_TESTS BENCH_MONITOR_PATTERN BENCH_MAKA_BEFORE BENCH_MAKA_BEFORE_PLAIN"; \
 	if [ "$$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then runner=(); else runner=(tests/vm/run.sh); fi; \
 	"$${runner[@]}" tests/bench/bench.sh || echo "bench: the run failed (exit $$?)" >&2; \
 	BENCH_HOST_LOAD_AFTER="$$(cat /proc/loadavg)" python3 tests/bench/report.py $(CURDIR)/build || true

@@ -36,7 +36,12 @@
 #                                    of a change, in the same run)
 #   BENCH_MAKA_BEFORE_PLAIN          non-empty: maka-before gets the .plain
 #                                    bundles (a maka older than its monitor)
+#   BENCH_CSD_PAUSE (0)              seconds between create and start, and
+#                                    between the init's end and delete (each
+#                                    runtime alike): the commands without
+#                                    the sandbox's own processes beside them
 set -uo pipefail
+
 rounds=${BENCH_ROUNDS:-30}
 par_rounds=${BENCH_PAR_ROUNDS:-3}
 rss_rounds=${BENCH_RSS_ROUNDS:-3}
@@ -385,8 +390,10 @@ for ((round = 0; round < rounds; round++)); do
       id=$r-csd$round
       rm -f "$w/pid"
       timed create "$r" $round rt "$r" create --pid-file "$w/pid" -b "$w/true" "$id"
+      sleep "${BENCH_CSD_PAUSE:-0}"
       timed start "$r" $round rt "$r" start "$id"
       wait_gone "$w/pid"
+      sleep "${BENCH_CSD_PAUSE:-0}"
       timed delete "$r" $round rt "$r" delete "$id" || rt "$r" delete -f "$id" >/dev/null 2>&1
     done
   fi
