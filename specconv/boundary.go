@@ -564,11 +564,14 @@ func (c *checker) checkNamespaces() {
 			// The host's network comes with the host's name: containerd
 			// gives a hostNetwork pod the host's UTS namespace. It
 			// shows the sandbox nothing the host's network does not,
-			// and the sandbox cannot change it: the namespace belongs
-			// to the host's user namespace, where the sandbox has no
-			// capability, and sethostname and setdomainname are outside
-			// maka's allowlist. A name of its own needs a namespace of
-			// its own.
+			// and the sandbox cannot change it: sethostname and
+			// setdomainname are outside maka's allowlist on every
+			// architecture, /proc/sys is read-only, and in a user
+			// namespace of its own the sandbox has no capability over
+			// the host's; without one, CAP_SYS_ADMIN and the
+			// kernel.hostname and kernel.domainname sysctls are refused
+			// (checkLinux). A name of its own needs a namespace of its
+			// own.
 			if c.spec.Hostname != "" {
 				c.reject("hostname", "", "%q needs a uts namespace of the sandbox's own (add {\"type\": \"uts\"}); with the host's, the sandbox has the host's name", c.spec.Hostname)
 			}
@@ -1147,6 +1150,31 @@ func (c *checker) foldIOMax(r *specs.LinuxResources, field, v string) {
 	}
 }
 
+// hasNamespace reports whether the sandbox gets a namespace of type t of
+// its own (made or joined: listed in config.json, or added by maka).
+func (c *checker) hasNamespace(t specs.LinuxNamespaceType) bool {
+	for _, n := range c.spec.Linux.Namespaces {
+		if n.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+// hasCap reports whether any of p's capability sets holds name.
+func hasCap(p *specs.Process, name string) bool {
+	if p == nil || p.Capabilities == nil {
+		return false
+	}
+	c := p.Capabilities
+	for _, set := range [][]string{c.Bounding, c.Effective, c.Permitted, c.Inheritable, c.Ambient} {
+		if slices.Contains(set, name) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *checker) checkLinux() {
 	l := c.spec.Linux
 	for i, d := range l.Devices {
@@ -1170,10 +1198,21 @@ func (c *checker) checkLinux() {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	ownUTS, ownUser := c.hasNamespace(specs.UTSNamespace), c.hasNamespace(specs.UserNamespace)
 	for _, k := range names {
-		if !c.policy.AllowsSysctl(k) {
+		switch {
+		case !c.policy.AllowsSysctl(k):
 			c.reject(fmt.Sprintf("linux.sysctl[%q]", k), fmt.Sprintf(`"sysctls": [..., %q]`, k), "the sysctl %s is not allowed by %s", k, c.profile())
+		case !ownUTS && (k == "kernel.hostname" || k == "kernel.domainname"):
+			c.reject(fmt.Sprintf("linux.sysctl[%q]", k), "", "%s would name the host: it needs a uts namespace of the sandbox's own", k)
 		}
+	}
+	// The host's uts namespace (checkNamespaces) without a user namespace
+	// of the sandbox's own: CAP_SYS_ADMIN there is the host's over the
+	// host's name. sethostname and setdomainname are outside maka's
+	// allowlist already; the capability is refused too.
+	if !ownUTS && !ownUser && hasCap(c.spec.Process, "CAP_SYS_ADMIN") {
+		c.reject("process.capabilities", "", "CAP_SYS_ADMIN with the host's uts namespace and no user namespace of the sandbox's own would be the host's over the host's name: add {\"type\": \"user\"} or {\"type\": \"uts\"}")
 	}
 	// maka's allowlist is a ceiling under every profile: config.json's
 	// profile may only narrow it. What it asked for beyond maka's is

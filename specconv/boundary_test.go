@@ -672,6 +672,10 @@ func TestHostUTSOnlyWithHostNetwork(t *testing.T) {
 	}
 	hostNet := policy(t, "baseline")
 	hostNet.NetworkModes = append(hostNet.NetworkModes, libmaka.NetworkHost)
+	wide := policy(t, "baseline")
+	wide.NetworkModes = append(wide.NetworkModes, libmaka.NetworkHost)
+	wide.Capabilities = append(wide.Capabilities, "CAP_SYS_ADMIN")
+	wide.Sysctls = append(wide.Sysctls, "kernel.domainname")
 	for _, tc := range []struct {
 		name   string
 		pol    *libmaka.Policy
@@ -689,6 +693,31 @@ func TestHostUTSOnlyWithHostNetwork(t *testing.T) {
 		}, "domainname"},
 		{"host ipc with the host's network", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.IPCNamespace) }, "linux.namespaces"},
 		{"host pid with the host's network", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.PIDNamespace) }, "linux.namespaces"},
+		// Without a user namespace of its own, nothing that could name
+		// the host (the attacker review of s24).
+		{"host uts, no user namespace, CAP_SYS_ADMIN", wide, func(s *specs.Spec) {
+			s.Hostname = ""
+			without(s, specs.NetworkNamespace, specs.UTSNamespace, specs.UserNamespace)
+			s.Linux.UIDMappings, s.Linux.GIDMappings = nil, nil
+			s.Process.Capabilities = &specs.LinuxCapabilities{Bounding: []string{"CAP_SYS_ADMIN"}}
+		}, "process.capabilities"},
+		{"host uts, no user namespace, kernel.domainname", wide, func(s *specs.Spec) {
+			s.Hostname = ""
+			without(s, specs.NetworkNamespace, specs.UTSNamespace, specs.UserNamespace)
+			s.Linux.UIDMappings, s.Linux.GIDMappings = nil, nil
+			s.Linux.Sysctl = map[string]string{"kernel.domainname": "evil"}
+		}, `linux.sysctl["kernel.domainname"]`},
+		{"host uts, no user namespace, no capability", wide, func(s *specs.Spec) {
+			s.Hostname = ""
+			without(s, specs.NetworkNamespace, specs.UTSNamespace, specs.UserNamespace)
+			s.Linux.UIDMappings, s.Linux.GIDMappings = nil, nil
+		}, ""},
+		{"own uts, no user namespace, CAP_SYS_ADMIN", wide, func(s *specs.Spec) {
+			without(s, specs.NetworkNamespace, specs.UserNamespace)
+			s.Linux.UIDMappings, s.Linux.GIDMappings = nil, nil
+			s.Process.Capabilities = &specs.LinuxCapabilities{Bounding: []string{"CAP_SYS_ADMIN"}}
+			s.Linux.Sysctl = map[string]string{"kernel.domainname": "box"}
+		}, ""},
 	} {
 		s := sandboxSpec(t)
 		s.Root.Path = t.TempDir()
