@@ -44,7 +44,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: FORCE all build maka monitor agent dynamic install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation images test demo bench deps deps-packages lint clean
+.PHONY: FORCE all build maka monitor agent dynamic install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation critest kubelet-test images test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -219,6 +219,26 @@ runc-suite: build images
 oci-validation: build
 	tests/oci-validation/run.sh $(OCI_VALIDATION_RUNTIMES)
 
+# Kubernetes' CRI validation suite (cri-tools' critest, at CRICTL_VERSION,
+# from the Go module proxy) against containerd 1.6 with the runtime handlers
+# maka and runc side by side, in one guest; its images are built here from
+# busybox-static and served by distribution's registry in the guest (both
+# built from the Go module proxy too); never part of `make test`.
+# CRITEST_HANDLERS ("maka runc"), CRITEST_FOCUS, CRITEST_SKIP (regexes).
+# Summary in build/critest/summary.txt; see docs/dev/critest.md.
+critest: build crictl
+	CRITEST_VERSION=$(CRICTL_VERSION) MAKA_CRICTL=$(CRICTL) tests/critest/run.sh $(CRITEST_HANDLERS)
+
+# A real kubelet (KUBELET_VERSION, k8s.io/kubernetes from the Go module proxy,
+# built into build/kubelet) standalone with static pods, against containerd
+# 1.6 whose default runtime is maka, then runc, in one guest; the pause and
+# busybox images from tests/critest's builder; never part of `make test`.
+# KUBELET_HANDLERS ("maka runc"). Summary in build/kubelet/summary.txt; see
+# docs/dev/kubelet.md.
+KUBELET_VERSION := v1.34.4
+kubelet-test: build crictl
+	KUBELET_VERSION=$(KUBELET_VERSION) MAKA_CRICTL=$(CRICTL) tests/kubelet/run.sh $(KUBELET_HANDLERS)
+
 # One real container, end to end (in the guest unless this host is cgroup v2).
 demo: build fixtures
 	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES); \
@@ -232,7 +252,7 @@ bench: build fixtures
 	@export MAKA_BINARY=$(CURDIR)/maka MAKA_FIXTURES=$(FIXTURES) MAKA_RUNC=$$(command -v runc || true) \
 		MAKA_CRUN=$$(command -v crun || true) BENCH_OUT=$(CURDIR)/build \
 		BENCH_HOST_LOAD_BEFORE="$$(cat /proc/loadavg)"; \
-	export VM_ENV="BENCH_ROUNDS BENCH_PAR_ROUNDS BENCH_RSS_ROUNDS BENCH_WORK_ROUNDS BENCH_OUT BENCH_TESTS BENCH_MONITOR_PATTERN BENCH_MAKA_BEFORE BENCH_MAKA_BEFORE_PLAIN"; \
+	export VM_ENV="BENCH_CSD_PAUSE BENCH_ROUNDS BENCH_PAR_ROUNDS BENCH_RSS_ROUNDS BENCH_WORK_ROUNDS BENCH_OUT BENCH_TESTS BENCH_MONITOR_PATTERN BENCH_MAKA_BEFORE BENCH_MAKA_BEFORE_PLAIN"; \
 	if [ "$$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then runner=(); else runner=(tests/vm/run.sh); fi; \
 	"$${runner[@]}" tests/bench/bench.sh || echo "bench: the run failed (exit $$?)" >&2; \
 	BENCH_HOST_LOAD_AFTER="$$(cat /proc/loadavg)" python3 tests/bench/report.py $(CURDIR)/build || true

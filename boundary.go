@@ -325,6 +325,9 @@ func cgroupSettings(c libmaka.Cgroup) string {
 	if c.MemoryMin != nil {
 		add("memory.min %s", libmaka.FormatSize(*c.MemoryMin))
 	}
+	if g := c.MemoryOOMGroup; g != nil {
+		add("memory.oom.group %d", map[bool]int{false: 0, true: 1}[*g])
+	}
 	if c.MemoryReservation != nil {
 		add("memory.low %s", libmaka.FormatSize(*c.MemoryReservation))
 	}

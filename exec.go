@@ -358,9 +358,18 @@ func execSubCgroup(dir, sub string) (string, error) {
 	if dir == "" {
 		return "", fmt.Errorf("--cgroup %q: the container's cgroup is not known", sub)
 	}
+	// The reason ends the error in the kernel's words, as runc's does
+	// ("no such file or directory"), without the host path.
 	fi, err := os.Lstat(filepath.Join(dir, rel))
-	if err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("--cgroup %q: no such sub-cgroup of the container's cgroup", sub)
+	if err == nil && !fi.IsDir() {
+		err = unix.ENOTDIR
+	}
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("--cgroup %q: no such sub-cgroup of the container's cgroup: %w", sub, err)
 	}
 	return rel, nil
 }

@@ -38,6 +38,9 @@ func TestExecSubCgroup(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "a/b"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "a/b/f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for in, want := range map[string]string{"a": "a", "/a/b/": "a/b", "/": "", "a/./b": "a/b"} {
 		if got, err := execSubCgroup(dir, in); err != nil || got != want {
 			t.Errorf("%q: %q %v, want %q", in, got, err, want)
@@ -46,7 +49,8 @@ func TestExecSubCgroup(t *testing.T) {
 	for in, msg := range map[string]string{
 		"../x":        "bad sub cgroup path: must stay below",
 		"a/../../x":   "must stay below",
-		"nosuch":      "no such sub-cgroup",
+		"nosuch":      "no such sub-cgroup of the container's cgroup: no such file or directory", // runc's words too
+		"a/b/f":       "no such sub-cgroup of the container's cgroup: not a directory",
 		"memory:/a":   "controller-specific",
 		"a/b/../../c": "must stay below",
 	} {

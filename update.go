@@ -30,7 +30,7 @@ stays). A value above a ceiling, "unlimited" (-1) where the policy
 has a ceiling, and what maka's contract does not model (real-time CPU,
 hugepages, Intel RDT, cgroup files by name other than memory.max,
 memory.swap.max, memory.low, memory.min, memory.high, pids.max, cpu.max,
-cpu.weight, cpuset.cpus, cpuset.mems and io.max) are refused with
+cpu.weight, memory.oom.group, cpuset.cpus, cpuset.mems and io.max) are refused with
 BOUNDARY_REJECTED, and nothing changes (hugepages, RDMA and device rules are
 fixed at create). Per-device block IO weights and throttles (and io.max by
 name) replace the device's entries, as runc's do. Cgroup files by name are checked as

@@ -95,7 +95,10 @@ type Cgroup struct {
 	MemoryReservation *int64 `json:"memoryReservation,omitempty"`
 	MemoryMin         *int64 `json:"memoryMin,omitempty"`
 	// MemoryHigh throttles below the memory limit (-1: max).
-	MemoryHigh     *int64                     `json:"memoryHigh,omitempty"`
+	MemoryHigh *int64 `json:"memoryHigh,omitempty"`
+	// MemoryOOMGroup is memory.oom.group: the OOM killer ends the sandbox
+	// as a whole (the kubelet sets it for every container on cgroup v2).
+	MemoryOOMGroup *bool                      `json:"memoryOOMGroup,omitempty"`
 	BlockIO        *specs.LinuxBlockIO        `json:"blockIO,omitempty"`
 	HugepageLimits []specs.LinuxHugepageLimit `json:"hugepageLimits,omitempty"`
 	Rdma           map[string]specs.LinuxRdma `json:"rdma,omitempty"`

@@ -212,7 +212,7 @@ func (c *Container) readRecord() error {
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(data, &c.Record); err != nil {
-			return fmt.Errorf("container %s: %s: %w", c.ID(), recordFile, err)
+			return fmt.Errorf("container %s: %s: %w", c.ID(), recordFile, JSONError(err, recordFile))
 		}
 	case !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("container %s: %w", c.ID(), err)

@@ -51,23 +51,26 @@ func failClosedReason(rec *ContainerRecord, mon monitor.MonitorState, now time.T
 	if mon == monitor.MonitorDead {
 		return "its monitor is gone (nothing watches its boundary or its timeout)", MonitorLost
 	}
-	timeout := timeoutOf(rec)
+	head, err := HeadOf(&rec.Boundary)
+	if err != nil && mon != monitor.MonitorAlive {
+		// An unreadable contract cannot say the sandbox may go on.
+		return fmt.Sprintf("its contract's boundary cannot be read (%v) and no monitor could be verified", err), MonitorLost
+	}
+	var timeout int64
+	if head != nil {
+		timeout = head.Limits.Timeout
+	}
 	if mon != monitor.MonitorAlive && timeout > 0 && now.After(rec.Created.Add(time.Duration(timeout)*time.Second)) {
 		return fmt.Sprintf("it outlived its timeout of %d s and no monitor could be verified", timeout), monitor.LimitTimeout
 	}
 	return "", ""
 }
 
-// timeoutOf is the timeout of rec's boundary (0: none), from its head. A
-// boundary that cannot be read counts as a timeout of 1 s: an unreadable
-// contract cannot say that a sandbox no monitor is verified to watch may go
-// on.
+// timeoutOf is the timeout of rec's boundary (0: none or unreadable), for
+// the journal's record of a timeout failClosedReason found.
 func timeoutOf(rec *ContainerRecord) int64 {
 	head, err := HeadOf(&rec.Boundary)
-	switch {
-	case err != nil:
-		return 1
-	case head == nil:
+	if err != nil || head == nil {
 		return 0
 	}
 	return head.Limits.Timeout

@@ -1,6 +1,7 @@
 package libmaka
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -40,5 +41,22 @@ func TestFailClosedReason(t *testing.T) {
 		if (tc.want == "") != (reason == "") || !strings.Contains(reason, tc.want) || kind != tc.kind {
 			t.Errorf("%s: reason %q (%s), want %q (%s)", tc.name, reason, kind, tc.want, tc.kind)
 		}
+	}
+}
+
+// A record whose boundary cannot be read fails closed with its own reason
+// when no monitor is verified, and never when the monitor is alive.
+func TestFailClosedUnreadableBoundary(t *testing.T) {
+	var b Lazy[Boundary]
+	if err := json.Unmarshal([]byte(`{"limits":"x"}`), &b); err != nil {
+		t.Fatal(err)
+	}
+	rec := &ContainerRecord{ID: "b", Stage: StageRunning, Created: time.Unix(0, 0), Boundary: b}
+	reason, kind := failClosedReason(rec, monitor.MonitorUnknown, time.Unix(10, 0))
+	if !strings.Contains(reason, "cannot be read") || kind != MonitorLost || strings.Contains(reason, "timeout of") {
+		t.Errorf("unverified monitor: %q (%s)", reason, kind)
+	}
+	if reason, _ := failClosedReason(rec, monitor.MonitorAlive, time.Unix(10, 0)); reason != "" {
+		t.Errorf("a live monitor: %q", reason)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/opencontainers/selinux/go-selinux"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,6 +32,10 @@ type Host interface {
 	// (from the cgroup v2 hierarchy's root: /kubepods/pod1); an error if
 	// the cgroup does not exist.
 	CgroupProcs(path string) (int, error)
+	// SELinux reports whether SELinux is enabled on the host: without it
+	// an SELinux label confines nothing, and the kernel refuses a mount
+	// that carries one (context=).
+	SELinux() bool
 }
 
 // HostFacts are the host's facts that do not depend on a path.
@@ -150,6 +155,33 @@ func (thisHost) Stat(path string) (HostStat, error) {
 }
 
 func (thisHost) CgroupProcs(path string) (int, error) { return cgroupProcsIn(cgroupRoot, path) }
+
+// SELinux asks go-selinux, the library libcontainer labels with, and the
+// kernel: go-selinux answers "disabled" where selinuxfs is read-only or not
+// mounted in maka's mount namespace (a systemd unit with
+// ProtectKernelTunables, a privileged container), on a kernel that enforces
+// SELinux all the same. The kernel registers selinuxfs only when SELinux is
+// enabled at boot, and /proc/filesystems is not per mount namespace: a
+// label is dropped only where neither sees SELinux.
+func (thisHost) SELinux() bool { return selinux.GetEnabled() || kernelHasSELinux(procFilesystems) }
+
+// procFilesystems lists the filesystems the kernel has registered.
+var procFilesystems = "/proc/filesystems"
+
+// kernelHasSELinux reports whether the kernel has registered selinuxfs (a
+// file that cannot be read: yes, labels are kept).
+func kernelHasSELinux(path string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return true
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[len(f)-1] == "selinuxfs" {
+			return true
+		}
+	}
+	return false
+}
 
 // cgroupProcsIn counts the processes directly in the cgroup at path of
 // the hierarchy mounted at root.

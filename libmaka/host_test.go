@@ -114,3 +114,28 @@ func TestCgroupProcsCounts(t *testing.T) {
 		t.Errorf("a cgroup without cgroup.procs (not made yet): %v, want ErrNotExist", err)
 	}
 }
+
+// SELinux is seen in the kernel's filesystems as well as by go-selinux: a
+// read-only or unmounted selinuxfs must not drop labels (the attacker
+// review of s24).
+func TestKernelHasSELinux(t *testing.T) {
+	dir := t.TempDir()
+	with := filepath.Join(dir, "with")
+	without := filepath.Join(dir, "without")
+	if err := os.WriteFile(with, []byte("nodev\tsysfs\nnodev\ttmpfs\nnodev\tselinuxfs\n\text4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(without, []byte("nodev\tsysfs\nnodev\tsecurityfs\n\text4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{with: true, without: false, filepath.Join(dir, "missing"): true} {
+		if got := kernelHasSELinux(path); got != want {
+			t.Errorf("kernelHasSELinux(%s) = %v, want %v", filepath.Base(path), got, want)
+		}
+	}
+	defer func(p string) { procFilesystems = p }(procFilesystems)
+	procFilesystems = with
+	if !ThisHost().SELinux() {
+		t.Error("a kernel with selinuxfs registered: SELinux() false, labels would be dropped")
+	}
+}

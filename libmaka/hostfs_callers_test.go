@@ -227,6 +227,7 @@ var otherOpens = map[string]string{
 	"monitorexe.go: trustedMonitor: os.OpenFile":              hostFacts,
 	"libmaka/host.go: readIDUses: os.Open":                    hostFacts,
 	"libmaka/host.go: readInt: os.ReadFile":                   hostFacts,
+	"libmaka/host.go: kernelHasSELinux: os.ReadFile":          hostFacts,
 	"tty.go: hostConsole: os.Open":                            hostFacts,
 	// pathOnly
 	"libmaka/monitor/audit.go: readOnlyTarget: unix.Open":    pathOnly,

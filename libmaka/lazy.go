@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -18,7 +19,10 @@ import (
 // command that republishes the record (start's and delete's stage changes)
 // never encodes it either.
 //
-// The zero Lazy holds nothing (JSON null or absent).
+// The zero Lazy holds nothing (JSON null or absent). A Lazy is not safe for
+// concurrent use: its first Get of bytes read writes the decoded value. A
+// record shared between goroutines (a Manager's Sandbox) holds values it
+// was given, which Get only returns.
 type Lazy[T any] struct {
 	raw json.RawMessage // as read; nil when absent, null or replaced
 	v   *T              // decoded from raw, or given
@@ -80,7 +84,8 @@ func (l *Lazy[T]) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if len(t) == 0 || t[0] != '{' {
-		return fmt.Errorf("not a JSON object")
+		// encoding/json adds the field's path; JSONError words it.
+		return &json.UnmarshalTypeError{Value: jsonValueKind(t), Type: reflect.TypeFor[T]()}
 	}
 	l.raw = append(json.RawMessage(nil), t...)
 	return nil
@@ -152,4 +157,20 @@ func RecordedPolicy(p *Lazy[Policy], b *Lazy[Boundary]) (*Policy, error) {
 		return nil, nil
 	}
 	return BuiltinPolicy(bv.Profile)
+}
+
+// jsonValueKind names the JSON value b starts, as encoding/json's
+// UnmarshalTypeError does.
+func jsonValueKind(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == '"':
+		return "string"
+	case b[0] == '[':
+		return "array"
+	case b[0] == 't' || b[0] == 'f':
+		return "bool"
+	}
+	return "number"
 }

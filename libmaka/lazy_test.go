@@ -127,3 +127,26 @@ func TestHeadOfAgrees(t *testing.T) {
 		t.Error("HeadOf decoded the whole boundary")
 	}
 }
+
+// A record whose boundary, policy or process is not an object is refused
+// when read, naming the key, in JSON's words (never a Go type's).
+func TestRecordFieldNotAnObject(t *testing.T) {
+	rec := testRecord(t, "/run/maka", "b", StageCreated, Owner{Pid: 1, StartTime: 2, Command: "create"})
+	rec.Version, rec.CgroupID = RecordVersion, 5
+	rec.Boundary = Hold(sampleBoundary())
+	data, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ from, to, want string }{
+		{`"boundary":{`, `"boundary":"x","was":{`, "boundary: expected"},
+		{`"boundary":{`, `"policy":[1],"boundary":{`, "policy: expected"},
+		{`"stage":"created"`, `"stage":5`, "stage: expected"},
+	} {
+		bad := strings.Replace(string(data), tc.from, tc.to, 1)
+		_, err := ParseRecord([]byte(bad))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "libmaka.") {
+			t.Errorf("%s: %v, want %q in JSON's words", tc.to, err, tc.want)
+		}
+	}
+}

@@ -161,7 +161,7 @@ type ContainerRecord struct {
 func ParseRecord(data []byte) (*ContainerRecord, error) {
 	var r ContainerRecord
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("record: %w", err)
+		return nil, fmt.Errorf("record: %w", JSONError(err, "record"))
 	}
 	if err := r.check(); err != nil {
 		return nil, fmt.Errorf("record %q: %w", r.ID, err)

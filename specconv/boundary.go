@@ -258,7 +258,8 @@ var (
 		"/dev/null": {"c", 1, 3}, "/dev/zero": {"c", 1, 5}, "/dev/full": {"c", 1, 7}, "/dev/random": {"c", 1, 8},
 		"/dev/urandom": {"c", 1, 9}, "/dev/tty": {"c", 5, 0}, "/dev/ptmx": {"c", 5, 2},
 	}
-	// Namespaces that must be private (network is governed by the network mode).
+	// Namespaces that must be private (network is governed by the network
+	// mode; uts may be the host's with the host's network: checkNamespaces).
 	mandatoryNamespaces = []specs.LinuxNamespaceType{specs.PIDNamespace, specs.MountNamespace, specs.IPCNamespace, specs.UTSNamespace}
 	// Namespaces maka can make or join.
 	knownNamespaces = []specs.LinuxNamespaceType{specs.PIDNamespace, specs.NetworkNamespace, specs.MountNamespace,
@@ -554,10 +555,32 @@ func (c *checker) checkNamespaces() {
 			}
 		}
 	}
+	_, netns := have[specs.NetworkNamespace]
 	for _, t := range mandatoryNamespaces {
-		if _, ok := have[t]; !ok {
-			c.reject("linux.namespaces", "", "no %s namespace: sharing the host's is not allowed (add {\"type\": %q})", t, t)
+		if _, ok := have[t]; ok {
+			continue
 		}
+		if t == specs.UTSNamespace && !netns && c.policy.AllowsNetwork(libmaka.NetworkHost) {
+			// The host's network comes with the host's name: containerd
+			// gives a hostNetwork pod the host's UTS namespace. It
+			// shows the sandbox nothing the host's network does not,
+			// and the sandbox cannot change it: sethostname and
+			// setdomainname are outside maka's allowlist on every
+			// architecture, /proc/sys is read-only, and in a user
+			// namespace of its own the sandbox has no capability over
+			// the host's; without one, CAP_SYS_ADMIN and the
+			// kernel.hostname and kernel.domainname sysctls are refused
+			// (checkLinux). A name of its own needs a namespace of its
+			// own.
+			if c.spec.Hostname != "" {
+				c.reject("hostname", "", "%q needs a uts namespace of the sandbox's own (add {\"type\": \"uts\"}); with the host's, the sandbox has the host's name", c.spec.Hostname)
+			}
+			if c.spec.Domainname != "" {
+				c.reject("domainname", "", "%q needs a uts namespace of the sandbox's own (add {\"type\": \"uts\"}); with the host's, the sandbox has the host's name", c.spec.Domainname)
+			}
+			continue
+		}
+		c.reject("linux.namespaces", "", "no %s namespace: sharing the host's is not allowed (add {\"type\": %q})", t, t)
 	}
 	if _, ok := have[specs.NetworkNamespace]; !ok && !c.policy.AllowsNetwork(libmaka.NetworkHost) {
 		c.reject("linux.namespaces", `"networkModes": [..., "host"]`, "no network namespace: the host's network is not allowed by %s (add {\"type\": \"network\"})", c.profile())
@@ -934,8 +957,10 @@ type limitFields struct{ memory, swap, pids, quota, period, reservation, burst s
 // pids.max as the limits; memory.low as the reservation; cpuset.cpus and
 // cpuset.mems as cpu.cpus and cpu.mems) and checked like it. memory.high
 // (throttles below the memory limit), memory.min (protects at most the
-// memory limit) and cpu.weight (a share, 1 to 10000) are kept as they are.
-var unifiedKeys = []string{"cpu.max", "cpu.weight", "cpuset.cpus", "cpuset.mems", "io.max", "memory.high", "memory.low", "memory.max", "memory.min", "memory.swap.max", "pids.max"}
+// memory limit), cpu.weight (a share, 1 to 10000) and memory.oom.group (0
+// or 1: the OOM killer ends the sandbox as a whole, as the kubelet asks on
+// cgroup v2) are kept as they are.
+var unifiedKeys = []string{"cpu.max", "cpu.weight", "cpuset.cpus", "cpuset.mems", "io.max", "memory.high", "memory.low", "memory.max", "memory.min", "memory.oom.group", "memory.swap.max", "pids.max"}
 
 // UnifiedKeys are the cgroup files linux.resources.unified (and update's
 // --resources) may name.
@@ -1017,6 +1042,12 @@ func (c *checker) foldUnified(r *specs.LinuxResources, f *limitFields) {
 			} else {
 				keep[k] = strconv.FormatUint(n, 10)
 				r.CPU.Shares = nil
+			}
+		case "memory.oom.group":
+			if v == "0" || v == "1" {
+				keep[k] = v
+			} else {
+				c.reject(field, "", "%q is not 0 or 1", v)
 			}
 		case "cpuset.cpus":
 			r.CPU.Cpus = v
@@ -1119,6 +1150,31 @@ func (c *checker) foldIOMax(r *specs.LinuxResources, field, v string) {
 	}
 }
 
+// hasNamespace reports whether the sandbox gets a namespace of type t of
+// its own (made or joined: listed in config.json, or added by maka).
+func (c *checker) hasNamespace(t specs.LinuxNamespaceType) bool {
+	for _, n := range c.spec.Linux.Namespaces {
+		if n.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+// hasCap reports whether any of p's capability sets holds name.
+func hasCap(p *specs.Process, name string) bool {
+	if p == nil || p.Capabilities == nil {
+		return false
+	}
+	c := p.Capabilities
+	for _, set := range [][]string{c.Bounding, c.Effective, c.Permitted, c.Inheritable, c.Ambient} {
+		if slices.Contains(set, name) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *checker) checkLinux() {
 	l := c.spec.Linux
 	for i, d := range l.Devices {
@@ -1142,10 +1198,21 @@ func (c *checker) checkLinux() {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	ownUTS, ownUser := c.hasNamespace(specs.UTSNamespace), c.hasNamespace(specs.UserNamespace)
 	for _, k := range names {
-		if !c.policy.AllowsSysctl(k) {
+		switch {
+		case !c.policy.AllowsSysctl(k):
 			c.reject(fmt.Sprintf("linux.sysctl[%q]", k), fmt.Sprintf(`"sysctls": [..., %q]`, k), "the sysctl %s is not allowed by %s", k, c.profile())
+		case !ownUTS && (k == "kernel.hostname" || k == "kernel.domainname"):
+			c.reject(fmt.Sprintf("linux.sysctl[%q]", k), "", "%s would name the host: it needs a uts namespace of the sandbox's own", k)
 		}
+	}
+	// The host's uts namespace (checkNamespaces) without a user namespace
+	// of the sandbox's own: CAP_SYS_ADMIN there is the host's over the
+	// host's name. sethostname and setdomainname are outside maka's
+	// allowlist already; the capability is refused too.
+	if !ownUTS && !ownUser && hasCap(c.spec.Process, "CAP_SYS_ADMIN") {
+		c.reject("process.capabilities", "", "CAP_SYS_ADMIN with the host's uts namespace and no user namespace of the sandbox's own would be the host's over the host's name: add {\"type\": \"user\"} or {\"type\": \"uts\"}")
 	}
 	// maka's allowlist is a ceiling under every profile: config.json's
 	// profile may only narrow it. What it asked for beyond maka's is
@@ -1294,6 +1361,10 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 	b.Limits = libmaka.Limits{TmpfsSize: policy.DefaultLimits.TmpfsSize, Timeout: timeout}
 	b.Cgroup.Path = l.CgroupsPath
 	if r := l.Resources; r != nil {
+		if v, ok := r.Unified["memory.oom.group"]; ok {
+			g := v == "1"
+			b.Cgroup.MemoryOOMGroup = &g
+		}
 		if r.Memory != nil && r.Memory.Limit != nil {
 			b.Limits.Memory = *r.Memory.Limit
 			b.Cgroup.MemoryReservation = r.Memory.Reservation

@@ -416,6 +416,7 @@ func checkEnforced(t *testing.T, pol *libmaka.Policy, cfg *configs.Config) {
 		switch {
 		case k == "memory.high" && (v == "max" || (err == nil && n > 0 && n <= r.Memory)):
 		case k == "memory.min" && err == nil && n >= 0 && n <= r.Memory:
+		case k == "memory.oom.group" && (v == "0" || v == "1"):
 		case k == "cpu.weight" && err == nil && n >= 1 && n <= 10000 && r.CpuShares == 0:
 		default:
 			t.Fatalf("unified %s=%q reached the cgroup", k, v)
@@ -653,4 +654,80 @@ func exampleSpecWritable(t *testing.T) *specs.Spec {
 	s := exampleSpec(t)
 	s.Root.Readonly = false
 	return s
+}
+
+// The host's UTS namespace only comes with the host's network (a
+// hostNetwork pod through containerd), where the policy allows that, and
+// without a name of the sandbox's own; every other namespace of the
+// mandatory four stays private whatever the network.
+func TestHostUTSOnlyWithHostNetwork(t *testing.T) {
+	without := func(s *specs.Spec, types ...specs.LinuxNamespaceType) {
+		var keep []specs.LinuxNamespace
+		for _, n := range s.Linux.Namespaces {
+			if !slices.Contains(types, n.Type) {
+				keep = append(keep, n)
+			}
+		}
+		s.Linux.Namespaces = keep
+	}
+	hostNet := policy(t, "baseline")
+	hostNet.NetworkModes = append(hostNet.NetworkModes, libmaka.NetworkHost)
+	wide := policy(t, "baseline")
+	wide.NetworkModes = append(wide.NetworkModes, libmaka.NetworkHost)
+	wide.Capabilities = append(wide.Capabilities, "CAP_SYS_ADMIN")
+	wide.Sysctls = append(wide.Sysctls, "kernel.domainname")
+	for _, tc := range []struct {
+		name   string
+		pol    *libmaka.Policy
+		change func(*specs.Spec)
+		field  string // "" allowed
+	}{
+		{"host network and host uts", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.UTSNamespace) }, ""},
+		{"host uts with a network namespace", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.UTSNamespace) }, "linux.namespaces"},
+		{"host uts, the policy without the host's network", policy(t, "baseline"), func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.UTSNamespace) }, "linux.namespaces"},
+		{"host uts with a hostname", hostNet, func(s *specs.Spec) { s.Hostname = "box"; without(s, specs.NetworkNamespace, specs.UTSNamespace) }, "hostname"},
+		{"host uts with a domainname", hostNet, func(s *specs.Spec) {
+			s.Hostname = ""
+			s.Domainname = "example"
+			without(s, specs.NetworkNamespace, specs.UTSNamespace)
+		}, "domainname"},
+		{"host ipc with the host's network", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.IPCNamespace) }, "linux.namespaces"},
+		{"host pid with the host's network", hostNet, func(s *specs.Spec) { s.Hostname = ""; without(s, specs.NetworkNamespace, specs.PIDNamespace) }, "linux.namespaces"},
+		// Without a user namespace of its own, nothing that could name
+		// the host (the attacker review of s24).
+		{"host uts, no user namespace, CAP_SYS_ADMIN", wide, func(s *specs.Spec) {
+			s.Hostname = ""
+			without(s, specs.NetworkNamespace, specs.UTSNamespace, specs.UserNamespace)
+			s.Linux.UIDMappings, s.Linux.GIDMappings = nil, nil
+			s.Process.Capabilities = &specs.LinuxCapabilities{Bounding: []string{"CAP_SYS_ADMIN"}}
+		}, "process.capabilities"},
+		{"host uts, no user namespace, kernel.domainname", wide, func(s *specs.Spec) {
+			s.Hostname = ""
+			without(s, specs.NetworkNamespace, specs.UTSNamespace, specs.UserNamespace)
+			s.Linux.UIDMappings, s.Linux.GIDMappings = nil, nil
+			s.Linux.Sysctl = map[string]string{"kernel.domainname": "evil"}
+		}, `linux.sysctl["kernel.domainname"]`},
+		{"host uts, no user namespace, no capability", wide, func(s *specs.Spec) {
+			s.Hostname = ""
+			without(s, specs.NetworkNamespace, specs.UTSNamespace, specs.UserNamespace)
+			s.Linux.UIDMappings, s.Linux.GIDMappings = nil, nil
+		}, ""},
+		{"own uts, no user namespace, CAP_SYS_ADMIN", wide, func(s *specs.Spec) {
+			without(s, specs.NetworkNamespace, specs.UserNamespace)
+			s.Linux.UIDMappings, s.Linux.GIDMappings = nil, nil
+			s.Process.Capabilities = &specs.LinuxCapabilities{Bounding: []string{"CAP_SYS_ADMIN"}}
+			s.Linux.Sysctl = map[string]string{"kernel.domainname": "box"}
+		}, ""},
+	} {
+		s := sandboxSpec(t)
+		s.Root.Path = t.TempDir()
+		tc.change(s)
+		_, err := ToBoundary(testHost, s, tc.pol)
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.field != "" && (err == nil || !strings.Contains(err.Error(), tc.field+":")):
+			t.Errorf("%s: %v, want a refusal of %s", tc.name, err, tc.field)
+		}
+	}
 }

@@ -20,6 +20,14 @@ type fakeHost struct {
 	libmaka.Host
 	facts   libmaka.HostFacts
 	cgroups map[string]int
+	selinux *bool // nil: the real host's answer
+}
+
+func (h fakeHost) SELinux() bool {
+	if h.selinux == nil {
+		return h.Host.SELinux()
+	}
+	return *h.selinux
 }
 
 func (h fakeHost) Facts() libmaka.HostFacts { return h.facts }

@@ -43,6 +43,14 @@ func InitRlimits(p *specs.Process) []configs.Rlimit {
 	return out
 }
 
+// processLabel is label, or nothing on a host without SELinux (dropLabels).
+func processLabel(host libmaka.Host, label string) string {
+	if label == "" || !host.SELinux() {
+		return ""
+	}
+	return label
+}
+
 // NewProcess converts an OCI process into a libcontainer process. For the
 // container's init most settings come from the container config; for exec
 // the process's own capabilities, labels and no_new_privs take precedence.
@@ -57,7 +65,7 @@ func NewProcess(host libmaka.Host, p *specs.Process, init bool) (*libcontainer.P
 		UID:             int(p.User.UID),
 		GID:             int(p.User.GID),
 		Cwd:             p.Cwd,
-		Label:           p.SelinuxLabel,
+		Label:           processLabel(host, p.SelinuxLabel),
 		AppArmorProfile: p.ApparmorProfile,
 		NoNewPrivileges: &p.NoNewPrivileges,
 		Init:            init,

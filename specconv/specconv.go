@@ -271,6 +271,7 @@ func ToLibcontainer(host libmaka.Host, b *libmaka.Boundary, opts Options) (*Conv
 	if err != nil {
 		return nil, err
 	}
+	dropLabels(host, spec)
 	cfg, err := rspecconv.CreateLibcontainerConfig(&rspecconv.CreateOpts{
 		CgroupName:      opts.ID,
 		NoPivotRoot:     opts.NoPivotRoot,
@@ -382,6 +383,24 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged, stack uint64) (*specs.S
 	return spec, nil
 }
 
+// dropLabels leaves out the SELinux labels on a host without SELinux, as
+// crun does: there they confine nothing (the contract keeps them, `maka
+// boundary` shows them), and libcontainer would still add context= to
+// every mount, which the kernel refuses (runtime-tools' linux_mount_label),
+// and write the process label where no SELinux reads it.
+func dropLabels(host libmaka.Host, spec *specs.Spec) {
+	if spec.Linux.MountLabel == "" && (spec.Process == nil || spec.Process.SelinuxLabel == "") {
+		return
+	}
+	if host.SELinux() {
+		return
+	}
+	spec.Linux.MountLabel = ""
+	if spec.Process != nil {
+		spec.Process.SelinuxLabel = ""
+	}
+}
+
 // ProcessOf is the init's process as the Boundary holds it.
 func ProcessOf(b *libmaka.Boundary) *specs.Process {
 	p := &b.Process
@@ -408,7 +427,7 @@ func ProcessOf(b *libmaka.Boundary) *specs.Process {
 
 // resourcesOf is what is written to the cgroup: the limits from
 // b.Limits alone, the rest from b.Cgroup; no unified key but memory.high,
-// memory.min and cpu.weight.
+// memory.min, memory.oom.group and cpu.weight.
 func resourcesOf(b *libmaka.Boundary) *specs.LinuxResources {
 	l, c := b.Limits, b.Cgroup
 	r := &specs.LinuxResources{
@@ -440,6 +459,12 @@ func resourcesOf(b *libmaka.Boundary) *specs.LinuxResources {
 	}
 	if c.MemoryMin != nil {
 		unified["memory.min"] = strconv.FormatInt(*c.MemoryMin, 10)
+	}
+	if c.MemoryOOMGroup != nil {
+		unified["memory.oom.group"] = "0"
+		if *c.MemoryOOMGroup {
+			unified["memory.oom.group"] = "1"
+		}
 	}
 	if c.CPUWeight != nil {
 		unified["cpu.weight"] = strconv.FormatUint(*c.CPUWeight, 10)

@@ -547,3 +547,83 @@ func TestKernelArchsNeverAdds(t *testing.T) {
 		}
 	}
 }
+
+// An SELinux label confines only under SELinux: on a host without it the
+// labels stay in the contract and stay out of libcontainer's config (the
+// kernel refuses a mount with context=, runtime-tools' linux_mount_label);
+// on a host with it they are applied, init and exec alike.
+func TestSELinuxLabelsOnlyWhereSELinuxIs(t *testing.T) {
+	const mountLabel = "system_u:object_r:svirt_sandbox_file_t:s0:c715,c811"
+	const procLabel = "system_u:system_r:svirt_lxc_net_t:s0:c715,c811"
+	s := exampleSpec(t)
+	s.Root.Path = t.TempDir()
+	s.Linux.MountLabel = mountLabel
+	s.Process.SelinuxLabel = procLabel
+	b, err := ToBoundary(testHost, s, policy(t, "baseline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.MountLabel != mountLabel || b.Process.SelinuxLabel != procLabel {
+		t.Fatalf("the contract lost the labels: %q %q", b.MountLabel, b.Process.SelinuxLabel)
+	}
+	convertable(t, b, "l1")
+	for _, on := range []bool{false, true} {
+		host := fakeHost{Host: testHost, facts: testHost.Facts(), selinux: &on}
+		out, err := ToLibcontainer(host, testLease(b), Options{ID: "l1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantMount, wantProc := "", ""
+		if on {
+			wantMount, wantProc = mountLabel, procLabel
+		}
+		if out.Config.MountLabel != wantMount || out.Config.ProcessLabel != wantProc {
+			t.Errorf("SELinux %v: libcontainer's labels %q %q, want %q %q", on, out.Config.MountLabel, out.Config.ProcessLabel, wantMount, wantProc)
+		}
+		p, err := NewProcess(host, ProcessOf(b), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Label != wantProc {
+			t.Errorf("SELinux %v: exec's label %q, want %q", on, p.Label, wantProc)
+		}
+	}
+}
+
+// The kubelet (1.32 and later, cgroup v2, singleProcessOOMKill false: the
+// default) sets memory.oom.group to 1 in every container's
+// linux.resources.unified, so that the OOM killer ends the container as a
+// whole. It lifts no limit: maka keeps it, in the contract and in the
+// cgroup; any value but 0 or 1 is refused.
+func TestToLibcontainerMemoryOOMGroup(t *testing.T) {
+	for _, profile := range []string{`{"profile": "baseline"}`} {
+		pol, err := libmaka.ParsePolicy([]byte(profile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := exampleSpec(t)
+		s.Root.Path = t.TempDir()
+		s.Linux.Resources = &specs.LinuxResources{Unified: map[string]string{"memory.oom.group": "1"}}
+		b, err := ToBoundary(testHost, s, pol)
+		if err != nil {
+			t.Fatalf("%s: %v", profile, err)
+		}
+		if g := b.Cgroup.MemoryOOMGroup; g == nil || !*g {
+			t.Errorf("%s: contract memoryOOMGroup %v, want true", profile, g)
+		}
+		convertable(t, b, "u1")
+		out, err := ToLibcontainer(testHost, testLease(b), Options{ID: "u1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := out.Config.Cgroups.Unified["memory.oom.group"]; v != "1" {
+			t.Errorf("%s: unified %v, want memory.oom.group 1", profile, out.Config.Cgroups.Unified)
+		}
+		for _, bad := range []string{"2", "yes", "-1"} {
+			s.Linux.Resources = &specs.LinuxResources{Unified: map[string]string{"memory.oom.group": bad}}
+			if _, err := ToBoundary(testHost, s, pol); err == nil || !strings.Contains(err.Error(), `unified["memory.oom.group"]`) {
+				t.Errorf("%s: memory.oom.group %q: %v, want a refusal naming it", profile, bad, err)
+			}
+		}
+	}
+}

@@ -139,7 +139,8 @@ func fixedAtCreate(r *specs.LinuxResources, reject func(key, format string, args
 // CheckUpdate holds an update r to the policy p the container was created
 // under, from what its cgroup holds (cur), with create's checker. It
 // returns the limits to enforce and r as checked (cgroup files by name
-// read into their fields; only memory.high, memory.min and cpu.weight
+// read into their fields; only memory.high, memory.min, cpu.weight and
+// memory.oom.group
 // left by name), or the items it refuses, each named by name(key): key is
 // r's own JSON path ("memory.limit"; unified["memory.max"] is named
 // "--resources unified[...]" whatever name says). r is not modified.
@@ -287,6 +288,10 @@ func ContractAfterUpdate(b *libmaka.Boundary, next Enforced, r *specs.LinuxResou
 	if v, ok := r.Unified["memory.min"]; ok {
 		n, _ := strconv.ParseInt(v, 10, 64)
 		cg.MemoryMin = &n
+	}
+	if v, ok := r.Unified["memory.oom.group"]; ok {
+		g := v == "1"
+		cg.MemoryOOMGroup = &g
 	}
 	if v, ok := r.Unified["memory.high"]; ok {
 		n := int64(-1)

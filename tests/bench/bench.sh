@@ -36,7 +36,12 @@
 #                                    of a change, in the same run)
 #   BENCH_MAKA_BEFORE_PLAIN          non-empty: maka-before gets the .plain
 #                                    bundles (a maka older than its monitor)
+#   BENCH_CSD_PAUSE (0)              seconds between create and start, and
+#                                    between the init's end and delete (each
+#                                    runtime alike): the commands without
+#                                    the sandbox's own processes beside them
 set -uo pipefail
+
 rounds=${BENCH_ROUNDS:-30}
 par_rounds=${BENCH_PAR_ROUNDS:-3}
 rss_rounds=${BENCH_RSS_ROUNDS:-3}
@@ -354,6 +359,19 @@ for ((round = 0; round < rounds; round++)); do
     # the process to its exit; timed from outside too, as "phases-run".
     MAKA_PHASES=$w/phases.jsonl timed phases-run maka $round rt maka run -b "$w/true" "maka-ph$round" ||
       rt maka delete -f "maka-ph$round" >/dev/null 2>&1
+    # The same container in three commands, each timed from inside:
+    # where create's, start's and delete's time goes.
+    id=maka-phc$round
+    rm -f "$w/pid"
+    if MAKA_PHASES=$w/phases.jsonl rt maka create --pid-file "$w/pid" -b "$w/true" "$id" </dev/null >/dev/null 2>>"$errlog" &&
+      MAKA_PHASES=$w/phases.jsonl rt maka start "$id" </dev/null >/dev/null 2>>"$errlog"; then
+      wait_gone "$w/pid"
+      MAKA_PHASES=$w/phases.jsonl rt maka delete "$id" </dev/null >/dev/null 2>>"$errlog" ||
+        rt maka delete -f "$id" >/dev/null 2>&1
+    else
+      echo "[phases] create/start of $id failed" >> "$errlog"
+      rt maka delete -f "$id" >/dev/null 2>&1
+    fi
   fi
   if want run-nonet; then
     # maka-api under maka's policy here: restricted + networkModes host.
@@ -372,8 +390,10 @@ for ((round = 0; round < rounds; round++)); do
       id=$r-csd$round
       rm -f "$w/pid"
       timed create "$r" $round rt "$r" create --pid-file "$w/pid" -b "$w/true" "$id"
+      sleep "${BENCH_CSD_PAUSE:-0}"
       timed start "$r" $round rt "$r" start "$id"
       wait_gone "$w/pid"
+      sleep "${BENCH_CSD_PAUSE:-0}"
       timed delete "$r" $round rt "$r" delete "$id" || rt "$r" delete -f "$id" >/dev/null 2>&1
     done
   fi
@@ -479,8 +499,11 @@ fi
 # The phases of the runs (not the monitor's or any other command's line).
 if [ -f "$w/phases.jsonl" ]; then
   jq -c 'select(.command == "run")' "$w/phases.jsonl" > "$out/bench-phases.jsonl" || true
+  for c in create start delete; do
+    jq -c --arg c "$c" 'select(.command == $c)' "$w/phases.jsonl" > "$out/bench-phases-$c.jsonl" || true
+  done
 else
-  rm -f "$out/bench-phases.jsonl"
+  rm -f "$out"/bench-phases*.jsonl
 fi
 
 sizes=$(for r in maka runc crun; do printf '"%s": %s,' "$r" "$(stat -c %s "$w/bin/$r")"; done)

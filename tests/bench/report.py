@@ -77,11 +77,14 @@ def ratio(a, b):
     return round(a["median"] / b["median"], 2)
 
 
-def phase_table(path, samples):
+def phase_table(path, samples, command="run"):
     """The phase table: the median of each phase of `maka run /bin/true`
-    over the rounds (bench-phases.jsonl, from MAKA_PHASES), in the order the
-    phases happen, next to the median whole timed from inside and outside."""
-    fname = os.path.join(path, "bench-phases.jsonl")
+    (or of the create, start or delete of one container) over the rounds
+    (bench-phases[-COMMAND].jsonl, from MAKA_PHASES), in the order the
+    phases happen, next to the median whole timed from inside (and, for
+    run, from outside)."""
+    suffix = "" if command == "run" else "-" + command
+    fname = os.path.join(path, f"bench-phases{suffix}.jsonl")
     if not os.path.exists(fname):
         return None
     order, values, totals = [], {}, []
@@ -101,7 +104,7 @@ def phase_table(path, samples):
         return None
     rows = [{"phase": n, "median": round(statistics.median(values[n]), 1), "n": len(values[n])}
             for n in order]
-    outside = samples.get("phases-run", {}).get("maka", {}).get("ok", [])
+    outside = samples.get("phases-run", {}).get("maka", {}).get("ok", []) if command == "run" else []
     return {"phases": rows, "insideMedian": round(statistics.median(totals), 1),
             "outsideMedian": round(statistics.median(outside) / 1000, 1) if outside else None,
             "rounds": len(totals)}
@@ -146,6 +149,7 @@ def main():
         "meta": meta,
         "results": results,
         "phases": phase_table(path, samples),
+        "phasesByCommand": {c: phase_table(path, samples, c) for c in ("create", "start", "delete")},
     }
     with open(os.path.join(path, "bench.json"), "w") as f:
         json.dump(doc, f, indent=2)
@@ -217,11 +221,14 @@ def main():
         print("  ".join(c.ljust(widths[j]) if j == 0 else c.rjust(widths[j]) for j, c in enumerate(l)))
         if i == 0:
             print("  ".join("-" * w for w in widths))
-    pt = doc["phases"]
-    if pt:
-        print(f"maka run /bin/true by phase: medians of {pt['rounds']} rounds (ms; "
+    tables = [("maka run /bin/true", doc["phases"])]
+    tables += [(f"maka {c} (one container)", t) for c, t in (doc.get("phasesByCommand") or {}).items()]
+    for title, pt in tables:
+        if not pt:
+            continue
+        print(f"{title} by phase: medians of {pt['rounds']} rounds (ms; "
               f"MAKA_PHASES, docs/dev/performance.md)")
-        w = max(len(r["phase"]) for r in pt["phases"])
+        w = max([len(r["phase"]) for r in pt["phases"]] + [33])
         for r_ in pt["phases"]:
             share = 100 * r_["median"] / pt["insideMedian"] if pt["insideMedian"] else 0
             print(f"  {r_['phase'].ljust(w)}  {r_['median']:8.1f}  {share:4.0f} %")

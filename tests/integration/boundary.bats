@@ -138,6 +138,40 @@ reject_case() {
   reject_case '.linux.namespaces |= map(select(.type != "pid"))' 'linux.namespaces'
 }
 
+@test "a hostNetwork pod's shape (the host's network and uts namespaces) runs where the policy allows the host's network: the host's name, which the sandbox cannot change; a hostname of its own, or the host's ipc, is refused" {
+  echo '{"profile": "baseline", "networkModes": ["closed", "netns", "host"]}' > "$BATS_TEST_TMPDIR/hostnet.json"
+  local b=$BATS_TEST_TMPDIR/hostuts before
+  make_bundle "$b" sh -c 'cat /proc/sys/kernel/hostname; hostname evil-name && echo changed; cat /proc/sys/kernel/hostname'
+  # (no /sys: without a network namespace a user namespace's root may not mount sysfs)
+  update_config "$b" 'del(.hostname) | .linux.namespaces |= map(select(.type != "network" and .type != "uts")) | .mounts |= map(select(.destination != "/sys"))'
+  before=$(cat /proc/sys/kernel/hostname)
+  MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka_io run -b "$b" c-hostuts
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "$before" ]
+  ! grep -x changed <<<"$output"
+  [ "${lines[-1]}" = "$before" ]
+  [ "$(cat /proc/sys/kernel/hostname)" = "$before" ]
+  # A name of its own needs a namespace of its own; ipc stays private.
+  update_config "$b" '.hostname = "box"'
+  MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka boundary -b "$b"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  grep -F 'hostname: "box" needs a uts namespace' <<<"$output"
+  update_config "$b" 'del(.hostname) | .linux.namespaces |= map(select(.type != "ipc"))'
+  MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka boundary -b "$b"
+  [ "$status" -eq 1 ]
+  grep -F 'no ipc namespace' <<<"$output"
+  # Without the host's network in the policy, the host's uts is refused.
+  update_config "$b" '.linux.namespaces += [{type: "ipc"}]'
+  MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka boundary -b "$b"
+  [ "$status" -eq 0 ]
+  echo '{"profile": "baseline"}' > "$BATS_TEST_TMPDIR/nohostnet.json"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/nohostnet.json run maka boundary -b "$b"
+  [ "$status" -eq 1 ]
+  grep -F 'no uts namespace' <<<"$output"
+}
+
 @test "devices, sysctls, hooks and limits beyond the policy are refused before anything exists, naming the field" {
   reject_case '.linux.devices = [{path: "/dev/kvm", type: "c", major: 10, minor: 232}]' 'linux.devices[0]'
   reject_case '.linux.sysctl = {"net.ipv4.ip_forward": "1"}' 'linux.sysctl["net.ipv4.ip_forward"]'

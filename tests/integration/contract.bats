@@ -177,6 +177,22 @@ make_bundle_dir() {
   grep -E '^Max data size +1610612736 +2147483648 ' <<<"$output"
 }
 
+@test "SELinux labels on a host without SELinux: the contract shows them, the sandbox runs unlabelled, tmpfs included (runtime-tools linux_mount_label; crun does the same)" {
+  [ ! -d /sys/fs/selinux ] || skip "this host has SELinux"
+  local b=$BATS_TEST_TMPDIR/label
+  make_bundle "$b" sh -c 'grep " /dev " /proc/self/mountinfo; echo labelled-ok'
+  update_config "$b" '.linux.mountLabel = "system_u:object_r:svirt_sandbox_file_t:s0:c715,c811" | .process.selinuxLabel = "system_u:system_r:svirt_lxc_net_t:s0:c715,c811"'
+  run maka boundary -b "$b" --format json
+  [ "$status" -eq 0 ]
+  [ "$(jq -r .mountLabel <<<"$output")" = "system_u:object_r:svirt_sandbox_file_t:s0:c715,c811" ]
+  [ "$(jq -r .process.selinuxLabel <<<"$output")" = "system_u:system_r:svirt_lxc_net_t:s0:c715,c811" ]
+  run maka_io run -b "$b" c-label
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -F labelled-ok <<<"$output"
+  ! grep -F 'context=' <<<"$output"
+}
+
 @test "host paths: root.path and bind sources are checked resolved; maka's own state is never reachable" {
   refused root.path '.root.path = "/"'
   refused root.path '.root.path = "/etc"'

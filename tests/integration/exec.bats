@@ -164,7 +164,7 @@ JSON
   [[ "$output" == *'--cgroup "../..": bad sub cgroup path: must stay below the container'* ]]
   run maka exec --cgroup nosuch ex true
   [ "$status" -ne 0 ]
-  [[ "$output" == *'--cgroup "nosuch": no such sub-cgroup'* ]]
+  [[ "$output" == *'--cgroup "nosuch": no such sub-cgroup of the container'"'"'s cgroup: no such file or directory'* ]]   # runc's words end it
   [ ! -e "$dir/nosuch" ]
   rmdir "$dir/sub"
 }
