@@ -326,7 +326,11 @@ func cgroupSettings(c libmaka.Cgroup) string {
 		add("memory.min %s", libmaka.FormatSize(*c.MemoryMin))
 	}
 	if g := c.MemoryOOMGroup; g != nil {
-		add("memory.oom.group %d", map[bool]int{false: 0, true: 1}[*g])
+		v := 0
+		if *g {
+			v = 1
+		}
+		add("memory.oom.group %d", v)
 	}
 	if c.MemoryReservation != nil {
 		add("memory.low %s", libmaka.FormatSize(*c.MemoryReservation))

@@ -1161,18 +1161,17 @@ func (c *checker) hasNamespace(t specs.LinuxNamespaceType) bool {
 	return false
 }
 
+// capabilitySets are c's five capability sets (none for nil).
+func capabilitySets(c *specs.LinuxCapabilities) [][]string {
+	if c == nil {
+		return nil
+	}
+	return [][]string{c.Bounding, c.Effective, c.Permitted, c.Inheritable, c.Ambient}
+}
+
 // hasCap reports whether any of p's capability sets holds name.
 func hasCap(p *specs.Process, name string) bool {
-	if p == nil || p.Capabilities == nil {
-		return false
-	}
-	c := p.Capabilities
-	for _, set := range [][]string{c.Bounding, c.Effective, c.Permitted, c.Inheritable, c.Ambient} {
-		if slices.Contains(set, name) {
-			return true
-		}
-	}
-	return false
+	return p != nil && slices.ContainsFunc(capabilitySets(p.Capabilities), func(set []string) bool { return slices.Contains(set, name) })
 }
 
 func (c *checker) checkLinux() {
@@ -1428,7 +1427,7 @@ func summarise(s *specs.Spec, policy *libmaka.Policy, timeout int64, defaultSecc
 		b.Process.Env = []string{}
 	}
 	if caps := p.Capabilities; caps != nil {
-		for _, set := range [][]string{caps.Bounding, caps.Effective, caps.Permitted, caps.Inheritable, caps.Ambient} {
+		for _, set := range capabilitySets(caps) {
 			b.Process.Capabilities = union(b.Process.Capabilities, set)
 		}
 		sort.Strings(b.Process.Capabilities)
