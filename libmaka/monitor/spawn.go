@@ -205,6 +205,13 @@ func Main(root string, args []string) error {
 		}
 		return runGuard(cfg, os.NewFile(guardCgroupFd, "guard-cgroup"), os.NewFile(guardPipeFd, "guard-pipe"))
 	}
+	if len(args) > 0 && args[0] == "--guard-record" { // maka-guard's record: guard.go
+		cfg, err := parseArgs(root, args[1:])
+		if err != nil {
+			return err
+		}
+		return runGuardRecord(cfg)
+	}
 	cfg, err := parseArgs(root, args)
 	if err != nil {
 		return err
