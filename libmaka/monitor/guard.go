@@ -76,12 +76,21 @@ func startGuard(root string, cfg Config, cgfd int) (*guard, error) {
 	}
 	cg := os.NewFile(uintptr(dup), "cgroup")
 	defer cg.Close()
-	cmd, exe, err := guardCommand(root, cfg, cg, r)
+	cmd, exe, err := guardCommand(root, cfg, cg, r, true)
 	if err == nil {
 		err = cmd.Start()
 	}
 	if exe != nil {
 		exe.Close() // the guard's copy is its own
+		if err != nil {
+			// A host that will not exec a memfd (vm.memfd_noexec=2):
+			// the Go guard does the same.
+			fmt.Fprintf(os.Stderr, "maka monitor %s: maka-guard: %v; the monitor's binary guards instead\n", cfg.ID, err)
+			cmd, _, err = guardCommand(root, cfg, cg, r, false)
+			if err == nil {
+				err = cmd.Start()
+			}
+		}
 	}
 	if err != nil {
 		w.Close()
@@ -95,11 +104,11 @@ func startGuard(root string, cfg Config, cgfd int) (*guard, error) {
 // guardCommand is the guard's command: maka-guard with the record's
 // command line where this binary carries it (exe: this binary, open for
 // it; the caller closes it once the guard started), else this binary as
-// `monitor --guard`.
-func guardCommand(root string, cfg Config, cg, pipe *os.File) (cmd *exec.Cmd, exe *os.File, err error) {
+// `monitor --guard` (and where small is false).
+func guardCommand(root string, cfg Config, cg, pipe *os.File, small bool) (cmd *exec.Cmd, exe *os.File, err error) {
 	rest := Args(root, cfg)[3:] // after "--root ROOT monitor"
 	prog, err := guardexe.Open()
-	if err != nil { // not carried: the Go guard
+	if err != nil || !small { // not carried: the Go guard
 		cmd = exec.Command("/proc/self/exe", append([]string{"--root", root, "monitor", "--guard"}, rest...)...)
 		cmd.Args[0] = "maka-monitor-guard"
 		cmd.ExtraFiles = []*os.File{cg, pipe}

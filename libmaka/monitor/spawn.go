@@ -50,12 +50,17 @@ type Detached struct {
 	Cgroup string
 }
 
+// exeFd is where a detached monitor's own program comes, in the monitor:
+// it is exec'd from there (/proc/self/fd/6), and closes it (Main).
+const exeFd = 6
+
 // Spawn starts a detached monitor for cfg, serving ln (whose socket file
 // it takes over: closing the launcher's copy does not remove it). exes are
 // the programs to try in order (the small maka-monitor first, then maka
-// itself): each must accept Args. root is maka's --root; its pid goes to
-// PidFile in cfg.StateDir.
-func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Detached, err error) {
+// itself), as descriptors the caller checked: each is exec'd from its
+// descriptor, never by name, and must accept Args. root is maka's --root;
+// its pid goes to PidFile in cfg.StateDir.
+func Spawn(exes []*os.File, root string, cfg Config, ln *net.UnixListener) (d *Detached, err error) {
 	ln.SetUnlinkOnClose(false)
 	defer ln.Close()
 	lf, err := ln.File()
@@ -111,9 +116,13 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 		}
 	}
 	var cmd *exec.Cmd
+	if len(exes) == 0 {
+		return nil, errors.New("monitor: no program to run it")
+	}
 	for _, exe := range exes {
-		cmd = exec.Command(exe, Args(root, cfg)...)
-		cmd.ExtraFiles = []*os.File{lf, infoR, ackW}
+		cmd = exec.Command(fmt.Sprintf("/proc/self/fd/%d", exeFd), Args(root, cfg)...)
+		cmd.Args[0] = "maka-monitor"
+		cmd.ExtraFiles = []*os.File{lf, infoR, ackW, exe}
 		cmd.Stderr = logf
 		cmd.Dir = "/"
 		// disablethp: no transparent huge pages for its heap, where one
@@ -212,6 +221,10 @@ func Main(root string, args []string) error {
 		}
 		return runGuardRecord(cfg)
 	}
+	// The program it was exec'd from (Spawn): not held for the sandbox's
+	// life. Only here: the guards are exec'd without it, and their fd 6
+	// may be the Go runtime's own.
+	_ = unix.Close(exeFd)
 	cfg, err := parseArgs(root, args)
 	if err != nil {
 		return err
