@@ -165,7 +165,9 @@ reject_case() {
   # Without the host's network in the policy, the host's uts is refused.
   update_config "$b" '.linux.namespaces += [{type: "ipc"}]'
   MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka boundary -b "$b"
+  echo "$output"
   [ "$status" -eq 0 ]
+  grep -F "(uts: the host's, its name read-only)" <<<"$output"
   echo '{"profile": "baseline"}' > "$BATS_TEST_TMPDIR/nohostnet.json"
   MAKA_POLICY=$BATS_TEST_TMPDIR/nohostnet.json run maka boundary -b "$b"
   [ "$status" -eq 1 ]
