@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"github.com/maka-runtime/maka/libmaka"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
 )
 
