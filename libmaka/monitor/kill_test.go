@@ -27,5 +27,3 @@ func TestKillAtReportsFailure(t *testing.T) {
 		t.Errorf("an unwritable cgroup.kill: err = %v, want it named", err)
 	}
 }
-
-
