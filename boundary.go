@@ -16,6 +16,7 @@ import (
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 var boundaryCommand = &cli.Command{
@@ -276,6 +277,9 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		narrowed = fmt.Sprintf("; %d of config.json's rules asked for more, not given", sc.Narrowed)
 	}
 	row("syscalls", "%s: %d allowed, %d watched, %d denied (default %s)%s", source, sc.Allowed, sc.Watched, sc.Denied, sc.DefaultAction, narrowed)
+	if errno := specconv.InitGetcwdErrno(b); errno != 0 {
+		row("syscalls also", "getcwd through the monitor: the init's own cwd check runs (no_new_privs is off: the filter comes first), then %s as config.json says", unix.ErrnoName(unix.Errno(errno)))
+	}
 	if v.Allowed {
 		row("verdict", "allowed by profile %s", v.Profile)
 	} else {

@@ -1231,6 +1231,8 @@ func (c *checker) checkLinux() {
 			// The init would fail after the container exists: refused
 			// before anything does (seccomp_init.go).
 			c.reject(field, "", "%s", reason)
+		} else if field, reason, refused := initGetcwdRefusal(l.Seccomp, n, c.spec.Process != nil && c.spec.Process.NoNewPrivileges); refused {
+			c.reject(field, "", "%s", reason)
 		}
 		l.Seccomp = n
 	}

@@ -359,7 +359,7 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged, stack uint64) (*specs.S
 			Resources:         resourcesOf(b),
 			CgroupsPath:       b.Cgroup.Path,
 			Devices:           b.Devices,
-			Seccomp:           b.Seccomp,
+			Seccomp:           seccompOf(b),
 			RootfsPropagation: b.RootfsPropagation,
 			MaskedPaths:       b.MaskedPaths,
 			ReadonlyPaths:     b.ReadonlyPaths,

@@ -351,7 +351,8 @@ func egressConfig(b *libmaka.Boundary, p *libmaka.Policy) *monitor.EgressConfig 
 func startWatch(root, stateDir string, l Launch) (*watch, error) {
 	cfg := monitor.Config{
 		ID: l.ID, StateDir: stateDir, OnViolation: l.Policy.OnViolation,
-		Timeout: time.Duration(l.Boundary.Limits.Timeout) * time.Second,
+		Timeout:     time.Duration(l.Boundary.Limits.Timeout) * time.Second,
+		GetcwdErrno: specconv.InitGetcwdErrno(l.Boundary),
 	}
 	ln, err := monitor.Listen(stateDir)
 	if err != nil {

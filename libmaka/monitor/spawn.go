@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -153,7 +154,11 @@ func Spawn(exes []*os.File, root string, cfg Config, ln *net.UnixListener) (d *D
 
 // Args is a detached monitor's command line after the program name.
 func Args(root string, cfg Config) []string {
-	return []string{"--root", root, "monitor", "--on-violation", cfg.OnViolation, "--timeout", cfg.Timeout.String(), cfg.ID}
+	args := []string{"--root", root, "monitor", "--on-violation", cfg.OnViolation, "--timeout", cfg.Timeout.String()}
+	if cfg.GetcwdErrno != 0 {
+		args = append(args, "--getcwd-errno", strconv.FormatUint(uint64(cfg.GetcwdErrno), 10))
+	}
+	return append(args, cfg.ID)
 }
 
 // Attach tells the monitor the init is running (its cgroup exists, its
@@ -238,6 +243,7 @@ func parseArgs(root string, args []string) (Config, error) {
 	fs.SetOutput(io.Discard)
 	onViolation := fs.String("on-violation", ActionDeny, "deny or kill")
 	timeout := fs.Duration("timeout", 0, "how long the sandbox may live (0: no limit)")
+	getcwdErrno := fs.Uint("getcwd-errno", 0, "the errno getcwd gets once the monitor is attached (0: not handed to it)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, fmt.Errorf("monitor: %w", err)
 	}
@@ -251,7 +257,10 @@ func parseArgs(root string, args []string) (Config, error) {
 	if root == "" {
 		return Config{}, errors.New("monitor: no --root")
 	}
-	return Config{ID: id, StateDir: filepath.Join(root, id), OnViolation: *onViolation, Timeout: *timeout}, nil
+	if *getcwdErrno > 4095 {
+		return Config{}, fmt.Errorf("monitor: --getcwd-errno %d is not an errno", *getcwdErrno)
+	}
+	return Config{ID: id, StateDir: filepath.Join(root, id), OnViolation: *onViolation, Timeout: *timeout, GetcwdErrno: *getcwdErrno}, nil
 }
 
 // godebugWith is the caller's GODEBUG with setting added (the last one of a
