@@ -304,6 +304,32 @@ func ToLibcontainer(host libmaka.Host, b *libmaka.Boundary, opts Options) (*Conv
 	return out, nil
 }
 
+// hostSysfs: with the host's network (no network namespace of the
+// sandbox's own, a hostNetwork pod's shape) and a user namespace, the
+// kernel refuses the sandbox a sysfs of its own (a user namespace may
+// mount sysfs only with a network namespace it owns). Its /sys is then the
+// host's, bound recursively read-only (rro: every submount too) with
+// nosuid, noexec and nodev, as runc gives a rootless container without a
+// network namespace; the masked and read-only paths still apply, and a
+// cgroup filesystem at /sys/fs/cgroup is still mounted over it. The
+// source is the host's /sys by name: a kernel mount in maka's own mount
+// namespace, which only host root could change.
+func hostSysfs(b *libmaka.Boundary, mounts []specs.Mount) {
+	own := map[string]bool{}
+	for _, n := range b.Namespaces {
+		own[n.Type] = true
+	}
+	if own["network"] || !own["user"] {
+		return
+	}
+	for i, m := range mounts {
+		if m.Type == "sysfs" && filepath.Clean(m.Destination) == "/sys" {
+			mounts[i] = specs.Mount{Destination: m.Destination, Type: "bind", Source: "/sys",
+				Options: []string{"rbind", "nosuid", "noexec", "nodev", "rro"}}
+		}
+	}
+}
+
 // SpecOf is the OCI document a Boundary stands for: what runc's converter
 // reads. Only the Boundary's fields are read; host gives the soft stack
 // limit it is validated with (execve's limits).
@@ -340,6 +366,7 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged, stack uint64) (*specs.S
 		}
 		mounts = append(slices.Clone(b.Rootfs.Binds), mounts...)
 	}
+	hostSysfs(b, mounts)
 	spec := &specs.Spec{
 		Version: specs.Version,
 		// A writable view: the overlay is writable, the root under it

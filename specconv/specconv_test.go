@@ -627,3 +627,54 @@ func TestToLibcontainerMemoryOOMGroup(t *testing.T) {
 		}
 	}
 }
+
+// A hostNetwork pod's shape (the host's network and uts namespaces) under
+// maka's user namespace: the kernel refuses it a sysfs of its own, so its
+// /sys is the host's, bound recursively read-only (as runc gives a rootless
+// container without a network namespace). With a network namespace of its
+// own the sandbox keeps its own sysfs.
+func TestHostNetworkSysfsIsTheHostsReadOnly(t *testing.T) {
+	pol, err := libmaka.ParsePolicy([]byte(`{"profile": "baseline", "networkModes": ["closed", "netns", "host"], "userNamespace": "required"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hostNet := range []bool{true, false} {
+		s := exampleSpec(t)
+		s.Root.Path = t.TempDir()
+		if hostNet {
+			s.Hostname = ""
+			s.Linux.Namespaces = slices.DeleteFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool {
+				return n.Type == specs.NetworkNamespace || n.Type == specs.UTSNamespace
+			})
+		}
+		b, err := ToBoundary(testHost, s, pol)
+		if err != nil {
+			t.Fatalf("host network %v: %v", hostNet, err)
+		}
+		convertable(t, b, "hn")
+		out, err := ToLibcontainer(testHost, testLease(b), Options{ID: "hn"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sys *configs.Mount
+		for _, m := range out.Config.Mounts {
+			if m.Destination == "/sys" {
+				sys = m
+			}
+		}
+		if sys == nil {
+			t.Fatalf("host network %v: no /sys mount", hostNet)
+		}
+		if !hostNet {
+			if sys.Device != "sysfs" {
+				t.Errorf("own network: /sys is %q from %q, want a sysfs of its own", sys.Device, sys.Source)
+			}
+			continue
+		}
+		const want = unix.MS_BIND | unix.MS_REC | unix.MS_NOSUID | unix.MS_NOEXEC | unix.MS_NODEV
+		if sys.Device != "bind" || sys.Source != "/sys" || sys.Flags&want != want ||
+			sys.RecAttr == nil || sys.RecAttr.Attr_set&unix.MOUNT_ATTR_RDONLY == 0 {
+			t.Errorf("host network: /sys is %+v (rec %+v), want the host's /sys bound recursively read-only", sys, sys.RecAttr)
+		}
+	}
+}
