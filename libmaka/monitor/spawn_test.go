@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The launcher's command line is what the monitor process parses: the
@@ -47,5 +49,13 @@ func TestParseArgsRefusesWhatSpawnNeverPasses(t *testing.T) {
 		if _, err := parseArgs(tc.root, tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseArgs(%q, %q) = %v, want an error with %q", tc.root, tc.args, err, tc.want)
 		}
+	}
+}
+
+// The monitor names getcwd when it is handed to it (Config.GetcwdErrno):
+// an unnamed call would be taken for a violation and answered EPERM.
+func TestGetcwdIsNamed(t *testing.T) {
+	if got := SyscallName(nativeArch, unix.SYS_GETCWD); got != "getcwd" {
+		t.Fatalf("SyscallName(getcwd) = %q", got)
 	}
 }
