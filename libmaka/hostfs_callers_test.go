@@ -173,6 +173,7 @@ var otherOpens = map[string]string{
 	"internal/launch/agent.go: placeCommand: os.WriteFile":                cgroupFiles,
 	"internal/embedexe/embedexe.go: Sealed: os.OpenFile":                  hostFacts,
 	"libmaka/monitor/guard.go: guardCommand: os.Open":                     hostFacts,
+	"libmaka/monitor/spawn.go: Main: os.WriteFile":                        hostFacts,
 	"exec.go: execAgent: os.OpenFile":                                     hostFacts,
 	"internal/launch/owner.go: Purge: os.ReadDir":                         ownState,
 	"internal/launch/owner.go: Purge: os.ReadFile":                        ownState,

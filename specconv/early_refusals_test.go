@@ -242,7 +242,7 @@ func TestRuntimeToolsV090SeccompProfile(t *testing.T) {
 // other way is refused at create, naming the field. With no_new_privs on,
 // nothing changes.
 func TestSeccompGetcwdUnderTheInitsCwdCheck(t *testing.T) {
-	eacces, zero := uint(13), uint(0)
+	eacces, zero, huge := uint(13), uint(0), uint(4096)
 	for _, tc := range []struct {
 		name      string
 		nnp       bool
@@ -257,6 +257,7 @@ func TestSeccompGetcwdUnderTheInitsCwdCheck(t *testing.T) {
 		{"getcwd killed", false, &specs.LinuxSyscall{Action: specs.ActKillProcess},
 			0, "linux.seccomp.syscalls[0].names[1]: the profile refuses getcwd (SCMP_ACT_KILL_PROCESS), which the runtime's init calls after the filter is loaded when process.noNewPrivileges is false"},
 		{"getcwd errno 0", false, &specs.LinuxSyscall{Action: specs.ActErrno, ErrnoRet: &zero}, 0, "the profile refuses getcwd"},
+		{"getcwd errno 4096", false, &specs.LinuxSyscall{Action: specs.ActErrno, ErrnoRet: &huge}, 0, "the profile refuses getcwd (errno 4096)"},
 		{"getcwd refused for some arguments", false, &specs.LinuxSyscall{Action: specs.ActErrno,
 			Args: []specs.LinuxSeccompArg{{Index: 1, Value: 4096, Op: specs.OpEqualTo}}},
 			0, "linux.seccomp.syscalls[0].names[1]: the profile answers getcwd depending on its arguments"},

@@ -26,6 +26,15 @@ type fakeHost struct {
 	facts   libmaka.HostFacts
 	cgroups map[string]int
 	selinux *bool // nil: the real host's answer
+	// sys, if set: the host's mounts below /sys (SysSubmounts).
+	sys []string
+}
+
+func (h fakeHost) SysSubmounts() []string {
+	if h.sys == nil {
+		return h.Host.SysSubmounts()
+	}
+	return h.sys
 }
 
 func (h fakeHost) SELinux() bool {

@@ -95,6 +95,10 @@ func answer(r specs.LinuxSyscall, predated bool) string {
 // same check after the monitor is attached: refused, as under runc.
 const initGetcwd = "getcwd"
 
+// maxErrno is the largest errno a seccomp filter returns (SECCOMP_RET_DATA
+// is clamped to it by the kernel) and the monitor may answer.
+const maxErrno = 4095
+
 // getcwdVerdict is sc's answer to getcwd: the one rule naming it, or the
 // default action; whole is false when it depends on the arguments.
 func getcwdVerdict(sc *specs.LinuxSeccomp) (r specs.LinuxSyscall, whole bool) {
@@ -128,6 +132,9 @@ func InitGetcwdErrno(b *libmaka.Boundary) uint {
 	if r.ErrnoRet == nil {
 		return uint(unix.EPERM)
 	}
+	if *r.ErrnoRet > maxErrno {
+		return 0 // refused at create (initGetcwdRefusal)
+	}
 	return *r.ErrnoRet
 }
 
@@ -141,7 +148,7 @@ func initGetcwdRefusal(cfg, res *specs.LinuxSeccomp, noNewPrivs bool) (field, re
 		return "", "", false
 	}
 	r, whole := getcwdVerdict(res)
-	if whole && (allows(r.Action) || r.Action == specs.ActErrno && (r.ErrnoRet == nil || *r.ErrnoRet != 0)) {
+	if whole && (allows(r.Action) || r.Action == specs.ActErrno && (r.ErrnoRet == nil || *r.ErrnoRet != 0 && *r.ErrnoRet <= maxErrno)) {
 		return "", "", false
 	}
 	field = "linux.seccomp.defaultAction"

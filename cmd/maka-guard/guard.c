@@ -33,6 +33,7 @@
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000
 #endif
+#define PR_SET_NAME_ 15
 #define E_INTR 4
 #define E_NOENT 2
 #define E_NODEV 19
@@ -138,6 +139,8 @@ void guard_main(long *sp)
 	char c = 0;
 
 	sys3(__NR_close, SELF_FD, 0, 0);
+	// Its name, not the memfd's number it was exec'd as ("6").
+	sys3(__NR_prctl, PR_SET_NAME_, "maka-guard", 0);
 	long n = retry(__NR_read, PIPE_FD, &c, 1);
 	if (n == 1 && c == DISARM)
 		quit(0);
@@ -160,6 +163,9 @@ void guard_main(long *sp)
 		env[i++] = digits[--k];
 	env[i] = 0;
 	char *envp[] = {env, 0};
+	// The record holds neither the cgroup nor its own executable.
+	sys3(__NR_close, CGROUP_FD, 0, 0);
+	sys3(__NR_fcntl, EXE_FD, F_SETFD, FD_CLOEXEC);
 	sys6(__NR_execveat, EXE_FD, (long)"", (long)(argv + 1), (long)envp, AT_EMPTY_PATH, 0);
 	// No record: maka's next command finds the sandbox dead without one.
 	quit(3);

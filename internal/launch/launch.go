@@ -432,6 +432,7 @@ func (w *watch) attach(cgroup string, initPid int, eg *monitor.EgressConfig) (*a
 		}
 	}
 	if cgroup == "" {
+		w.mon.MarkAttached()
 		return cl, nil
 	}
 	if err := w.mon.Attach(cgroup, initPid, w.tmpfs); err != nil {

@@ -151,7 +151,7 @@ func runCGuard(t *testing.T, prog *os.File, root string, cfg Config, cg, pipe *o
 	pipe.Close()
 	cg.Close()
 	if err != nil {
-		return fmt.Errorf("%v: %s", err, stderr.String())
+		return fmt.Errorf("%w: %s", err, stderr.String())
 	}
 	return nil
 }

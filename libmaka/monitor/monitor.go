@@ -465,6 +465,17 @@ func (m *Monitor) sampleTmpfs() {
 	}
 }
 
+// MarkAttached says the init is past its set-up: from now on only the
+// user's processes run (Attach does it too). A foreground run that cannot
+// attach (no cgroup known) still calls it: a call handed to the monitor
+// for the init's sake (Config.GetcwdErrno) is then answered as the
+// profile says.
+func (m *Monitor) MarkAttached() {
+	m.mu.Lock()
+	m.attached = true
+	m.mu.Unlock()
+}
+
 func (m *Monitor) markDone() { m.doneOnce.Do(func() { close(m.done) }) }
 
 // Done is closed when the container's cgroup has no process left (or is

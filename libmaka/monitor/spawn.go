@@ -212,6 +212,13 @@ func (d *Detached) Abort() {
 // Main is the monitor process: it parses the part of Args after "monitor"
 // (args) and serves the inherited fds. root is maka's --root.
 func Main(root string, args []string) error {
+	// Its name: exec'd from a descriptor (/proc/self/fd/N), the kernel
+	// named it after the number.
+	name := "maka-monitor"
+	if len(args) > 0 && (args[0] == "--guard" || args[0] == "--guard-record") {
+		name = "maka-guard"
+	}
+	_ = os.WriteFile("/proc/self/comm", []byte(name), 0)
 	if len(args) > 0 && args[0] == "--guard" { // the monitor's guard: guard.go
 		cfg, err := parseArgs(root, args[1:])
 		if err != nil {
