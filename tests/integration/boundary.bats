@@ -148,8 +148,14 @@ reject_case() {
     touch /sys/kernel/x 2>/dev/null && echo wrote-sys
     echo 1 > /sys/fs/cgroup/cgroup.procs 2>/dev/null && echo wrote-cgroup
     grep -E " /sys | /sys/fs/cgroup " /proc/self/mountinfo
+    echo "cgroup dirs: $(find /sys/fs/cgroup -mindepth 1 -maxdepth 1 -type d | wc -l)"
+    for m in $HOST_SYS_MOUNTS; do echo "$m: $(ls -A "$m" 2>/dev/null | wc -l)"; done
     cat /proc/sys/kernel/hostname'
-  update_config "$b" 'del(.hostname) | .linux.namespaces |= map(select(.type != "network" and .type != "uts"))'
+  # The host's mounts below /sys but the cgroup hierarchy: masked inside.
+  local hostmounts
+  hostmounts=$(awk '$5 ~ "^/sys/" && $5 !~ "^/sys/fs/cgroup" { print $5 }' /proc/self/mountinfo | tr '\n' ' ')
+  update_config "$b" 'del(.hostname) | .linux.namespaces |= map(select(.type != "network" and .type != "uts"))
+      | .process.env += ["HOST_SYS_MOUNTS=" + $m]' --arg m "$hostmounts"
   before=$(cat /proc/sys/kernel/hostname)
   MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka_io run -b "$b" c-hostuts
   echo "$output"
@@ -164,6 +170,11 @@ reject_case() {
   [ ! -e /sys/kernel/x ]
   grep -E ' /sys ro,' <<<"$output"
   grep -E ' /sys/fs/cgroup ro,' <<<"$output"
+  # Its own cgroup namespace's root over the host's tree (no other
+  # sandbox's cgroup in view), and the host's other mounts masked.
+  grep -Fx "cgroup dirs: 0" <<<"$output"
+  local m
+  for m in $hostmounts; do grep -Fx "$m: 0" <<<"$output"; done
   # A name of its own needs a namespace of its own; ipc stays private.
   update_config "$b" '.hostname = "box"'
   MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka boundary -b "$b"
