@@ -44,7 +44,7 @@ DEPS_PKGS := gcc libc6-dev make git pkg-config libseccomp-dev bats jq \
 CRICTL_VERSION := v1.34.0
 CRICTL := $(CURDIR)/build/tools/crictl
 
-.PHONY: FORCE all build maka monitor agent dynamic install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation critest kubelet-test images test demo bench deps deps-packages lint clean
+.PHONY: FORCE all build maka monitor agent guard dynamic install dist fixtures crictl capture-specs unit fuzz integration soak runc-suite oci-validation critest kubelet-test images test demo bench deps deps-packages lint clean
 
 all: build
 
@@ -78,12 +78,12 @@ CC ?= cc
 # (perf stat -r 20, docs/dev/performance.md change 13). `make dynamic`
 # builds ./maka.dynamic.
 build maka: monitor agent $(DEPS_STAMP)
-	$(GO) build -tags "$(STATIC_BUILDTAGS) monitor_embed agent_embed" -trimpath \
+	$(GO) build -tags "$(STATIC_BUILDTAGS) monitor_embed agent_embed guard_embed" -trimpath \
 		-ldflags "$(LDFLAGS) -extldflags -static" -o maka .
 
-monitor:
+monitor: guard
 	mkdir -p build
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(MONITOR) ./cmd/maka-monitor
+	CGO_ENABLED=0 $(GO) build -tags guard_embed -trimpath -ldflags "-s -w" -o $(MONITOR) ./cmd/maka-monitor
 	gzip -9 -n -c $(MONITOR) > $(MONITOR).gz
 	sha256sum $(MONITOR) | cut -d' ' -f1 > $(MONITOR).sha256
 
@@ -93,8 +93,22 @@ agent:
 	gzip -9 -n -c $(AGENT) > $(AGENT_EMBED)/maka-agent.gz
 	sha256sum $(AGENT) | cut -d' ' -f1 > $(AGENT_EMBED)/maka-agent.sha256
 
+# A detached monitor's guard (cmd/maka-guard): freestanding C, no libc, a
+# few KiB, so that starting it for every sandbox costs an exec and not a
+# second Go start (docs/dev/performance.md change 15). The monitor's
+# binary carries it (internal/guardexe, guard_embed).
+GUARD := $(CURDIR)/build/maka-guard
+GUARD_EMBED := $(CURDIR)/internal/guardexe
+GUARD_CFLAGS := -static -nostdlib -ffreestanding -fno-stack-protector -fno-builtin -fno-pie -no-pie \
+	-Os -Wall -Wextra -Werror -s -Wl,--build-id=none
+guard:
+	mkdir -p build
+	$(CC) $(GUARD_CFLAGS) -o $(GUARD) cmd/maka-guard/guard.c
+	gzip -9 -n -c $(GUARD) > $(GUARD_EMBED)/maka-guard.gz
+	sha256sum $(GUARD) | cut -d' ' -f1 > $(GUARD_EMBED)/maka-guard.sha256
+
 dynamic: monitor agent $(DEPS_STAMP)
-	$(GO) build -tags "$(BUILDTAGS) monitor_embed agent_embed" -trimpath -ldflags "$(LDFLAGS)" -o maka.dynamic .
+	$(GO) build -tags "$(BUILDTAGS) monitor_embed agent_embed guard_embed" -trimpath -ldflags "$(LDFLAGS)" -o maka.dynamic .
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the man pages
 # (generated from the CLI), bash and zsh completion, an example policy
@@ -180,8 +194,8 @@ capture-specs: fixtures
 	if [ "$$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then tests/integration/fixtures/specs/capture.sh; \
 	else tests/vm/run.sh tests/integration/fixtures/specs/capture.sh; fi
 
-unit: $(DEPS_STAMP)
-	$(GO) test -tags "$(BUILDTAGS)" ./...
+unit: guard $(DEPS_STAMP)
+	$(GO) test -tags "$(BUILDTAGS) guard_embed" ./...
 
 # The bats suite: directly on a cgroup v2 host, else spread over throw-away
 # QEMU guests (tests/integration/run.sh; MAKA_GUESTS, default the core count).
@@ -327,5 +341,5 @@ lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 
 clean:
-	rm -f maka maka.dynamic maka.static $(AGENT_EMBED)/maka-agent.gz $(AGENT_EMBED)/maka-agent.sha256
+	rm -f maka maka.dynamic maka.static $(AGENT_EMBED)/maka-agent.gz $(AGENT_EMBED)/maka-agent.sha256 $(GUARD_EMBED)/maka-guard.gz $(GUARD_EMBED)/maka-guard.sha256
 	rm -rf build

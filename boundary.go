@@ -16,6 +16,7 @@ import (
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 var boundaryCommand = &cli.Command{
@@ -180,6 +181,29 @@ func loadPolicy(c *cli.Context) (*libmaka.Policy, error) {
 	return p, nil
 }
 
+// namespacesString is the sandbox's namespaces, and the host's it shares
+// where the contract allows one (uts, with the host's network: the
+// network row says that one).
+func namespacesString(b *libmaka.Boundary) string {
+	var ns []string
+	uts := false
+	for _, n := range b.Namespaces {
+		s := n.Type
+		if n.Path != "" {
+			s += "=" + n.Path
+		}
+		if n.Type == "time" && len(b.TimeOffsets) > 0 {
+			s += " (" + timeOffsetsString(b.TimeOffsets) + ")"
+		}
+		uts = uts || n.Type == "uts"
+		ns = append(ns, s)
+	}
+	if !uts {
+		ns = append(ns, "(uts: the host's, its name read-only)")
+	}
+	return strings.Join(ns, " ")
+}
+
 func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 	w := newTable(0, 2)
 	w.hang = 2
@@ -244,18 +268,7 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		env += " (HOME added by maka from the root's /etc/passwd, as runc adds it)"
 	}
 	row("env", "%s", env)
-	var ns []string
-	for _, n := range b.Namespaces {
-		s := n.Type
-		if n.Path != "" {
-			s += "=" + n.Path
-		}
-		if n.Type == "time" && len(b.TimeOffsets) > 0 {
-			s += " (" + timeOffsetsString(b.TimeOffsets) + ")"
-		}
-		ns = append(ns, s)
-	}
-	row("namespaces", "%s", strings.Join(ns, " "))
+	row("namespaces", "%s", namespacesString(b))
 	row("users", "%s", usersString(b))
 	sc := b.Syscalls
 	source := map[string]string{"default": "maka's allowlist", "config": "maka's allowlist narrowed by config.json's", "none": "none"}[sc.Profile]
@@ -264,6 +277,9 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		narrowed = fmt.Sprintf("; %d of config.json's rules asked for more, not given", sc.Narrowed)
 	}
 	row("syscalls", "%s: %d allowed, %d watched, %d denied (default %s)%s", source, sc.Allowed, sc.Watched, sc.Denied, sc.DefaultAction, narrowed)
+	if errno := specconv.InitGetcwdErrno(b); errno != 0 {
+		row("syscalls also", "getcwd through the monitor: the init's own cwd check runs (no_new_privs is off: the filter comes first), then %s as config.json says", unix.ErrnoName(unix.Errno(errno)))
+	}
 	if v.Allowed {
 		row("verdict", "allowed by profile %s", v.Profile)
 	} else {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
 )
 
@@ -132,5 +133,18 @@ func TestBoundaryExitStatus(t *testing.T) {
 				t.Errorf("the table gives no verdict: %q", out)
 			}
 		})
+	}
+}
+
+// maka boundary says when the sandbox has the host's uts namespace (a
+// hostNetwork pod's shape), not only which namespaces it has.
+func TestNamespacesStringNamesTheHostsUTS(t *testing.T) {
+	own := &libmaka.Boundary{Namespaces: []libmaka.Namespace{{Type: "pid"}, {Type: "mount"}, {Type: "uts"}, {Type: "user"}}}
+	if got := namespacesString(own); got != "pid mount uts user" {
+		t.Errorf("own uts: %q", got)
+	}
+	host := &libmaka.Boundary{Namespaces: []libmaka.Namespace{{Type: "pid"}, {Type: "mount"}, {Type: "user"}}}
+	if got := namespacesString(host); !strings.Contains(got, "uts: the host's") {
+		t.Errorf("the host's uts: %q", got)
 	}
 }

@@ -116,7 +116,7 @@ func launchCommand(c *cli.Context, mode launchMode, detach bool) (int, error) {
 	}
 	// Only a detached sandbox's monitor is a process of its own: a
 	// foreground run watches in this process and needs no program.
-	var monitors []string
+	var monitors []*os.File
 	if detach {
 		monitors = monitorExecutables(rt.Root)
 		phase.Mark("monitor executable")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"os"
 
 	"github.com/maka-runtime/maka/internal/launch"
 	"github.com/maka-runtime/maka/libmaka/monitor"
@@ -28,11 +29,12 @@ var monitorCommand = &cli.Command{
 }
 
 // monitorExecutables are the programs a detached container's monitor may
-// run, best first: the small monitor this build carries, then maka itself.
-func monitorExecutables(root string) []string {
+// run, best first, as descriptors: the small monitor this build carries,
+// then maka itself.
+func monitorExecutables(root string) []*os.File {
 	small, err := monitorExecutable(root)
 	if err != nil {
-		small = ""
+		small = nil
 	}
 	return launch.Executables(small)
 }

@@ -6,11 +6,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/opencontainers/selinux/go-selinux"
 	"golang.org/x/sys/unix"
 )
@@ -36,6 +38,11 @@ type Host interface {
 	// an SELinux label confines nothing, and the kernel refuses a mount
 	// that carries one (context=).
 	SELinux() bool
+	// SysSubmounts are the mount points below /sys in maka's mount
+	// namespace that no other one below /sys holds (securityfs, bpffs,
+	// tracefs, the cgroup hierarchy, ...): a recursive bind of the host's
+	// /sys would carry each of them.
+	SysSubmounts() []string
 }
 
 // HostFacts are the host's facts that do not depend on a path.
@@ -164,6 +171,32 @@ func (thisHost) CgroupProcs(path string) (int, error) { return cgroupProcsIn(cgr
 // enabled at boot, and /proc/filesystems is not per mount namespace: a
 // label is dropped only where neither sees SELinux.
 func (thisHost) SELinux() bool { return selinux.GetEnabled() || kernelHasSELinux(procFilesystems) }
+
+func (thisHost) SysSubmounts() []string {
+	infos, err := mountinfo.GetMounts(mountinfo.PrefixFilter("/sys"))
+	if err != nil {
+		return nil
+	}
+	var points []string
+	for _, in := range infos {
+		if strings.HasPrefix(in.Mountpoint, "/sys/") {
+			points = append(points, filepath.Clean(in.Mountpoint))
+		}
+	}
+	return topMounts(points)
+}
+
+// topMounts are the points of points that no other one of them holds.
+func topMounts(points []string) []string {
+	slices.Sort(points)
+	var top []string
+	for _, p := range slices.Compact(points) {
+		if !slices.ContainsFunc(top, func(t string) bool { return strings.HasPrefix(p, t+"/") }) {
+			top = append(top, p)
+		}
+	}
+	return top
+}
 
 // procFilesystems lists the filesystems the kernel has registered.
 var procFilesystems = "/proc/filesystems"

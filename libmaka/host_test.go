@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,5 +138,16 @@ func TestKernelHasSELinux(t *testing.T) {
 	procFilesystems = with
 	if !ThisHost().SELinux() {
 		t.Error("a kernel with selinuxfs registered: SELinux() false, labels would be dropped")
+	}
+}
+
+// A recursive bind of /sys carries every mount below it; masking the top
+// ones hides the rest.
+func TestTopMounts(t *testing.T) {
+	got := topMounts([]string{"/sys/fs/cgroup/x", "/sys/kernel/debug/tracing", "/sys/fs/cgroup", "/sys/fs/cgroup-a",
+		"/sys/kernel/debug", "/sys/fs/bpf", "/sys/fs/bpf"})
+	want := []string{"/sys/fs/bpf", "/sys/fs/cgroup", "/sys/fs/cgroup-a", "/sys/kernel/debug"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("topMounts = %q, want %q", got, want)
 	}
 }

@@ -495,6 +495,15 @@ func CheckExec(host libmaka.Host, p *specs.Process, policy *libmaka.Policy, b *l
 	if b != nil {
 		c.withinInit(p, &b.Process)
 		c.checkExecUser(p, b)
+		// In the host's uts namespace without a user namespace of its
+		// own, an exec'd process is held to the init's rule.
+		own := map[string]bool{}
+		for _, n := range b.Namespaces {
+			own[n.Type] = true
+		}
+		if !own["uts"] {
+			c.items = append(c.items, hostUTSItems("", "", nil, hasCap(p, "CAP_SYS_ADMIN"), own["user"])...)
+		}
 	}
 	if len(c.items) == 0 {
 		return nil
@@ -570,14 +579,8 @@ func (c *checker) checkNamespaces() {
 			// namespace of its own the sandbox has no capability over
 			// the host's; without one, CAP_SYS_ADMIN and the
 			// kernel.hostname and kernel.domainname sysctls are refused
-			// (checkLinux). A name of its own needs a namespace of its
-			// own.
-			if c.spec.Hostname != "" {
-				c.reject("hostname", "", "%q needs a uts namespace of the sandbox's own (add {\"type\": \"uts\"}); with the host's, the sandbox has the host's name", c.spec.Hostname)
-			}
-			if c.spec.Domainname != "" {
-				c.reject("domainname", "", "%q needs a uts namespace of the sandbox's own (add {\"type\": \"uts\"}); with the host's, the sandbox has the host's name", c.spec.Domainname)
-			}
+			// (hostUTSItems, from checkLinux). A name of its own needs a
+			// namespace of its own.
 			continue
 		}
 		c.reject("linux.namespaces", "", "no %s namespace: sharing the host's is not allowed (add {\"type\": %q})", t, t)
@@ -1197,21 +1200,14 @@ func (c *checker) checkLinux() {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	ownUTS, ownUser := c.hasNamespace(specs.UTSNamespace), c.hasNamespace(specs.UserNamespace)
 	for _, k := range names {
-		switch {
-		case !c.policy.AllowsSysctl(k):
+		if !c.policy.AllowsSysctl(k) {
 			c.reject(fmt.Sprintf("linux.sysctl[%q]", k), fmt.Sprintf(`"sysctls": [..., %q]`, k), "the sysctl %s is not allowed by %s", k, c.profile())
-		case !ownUTS && (k == "kernel.hostname" || k == "kernel.domainname"):
-			c.reject(fmt.Sprintf("linux.sysctl[%q]", k), "", "%s would name the host: it needs a uts namespace of the sandbox's own", k)
 		}
 	}
-	// The host's uts namespace (checkNamespaces) without a user namespace
-	// of the sandbox's own: CAP_SYS_ADMIN there is the host's over the
-	// host's name. sethostname and setdomainname are outside maka's
-	// allowlist already; the capability is refused too.
-	if !ownUTS && !ownUser && hasCap(c.spec.Process, "CAP_SYS_ADMIN") {
-		c.reject("process.capabilities", "", "CAP_SYS_ADMIN with the host's uts namespace and no user namespace of the sandbox's own would be the host's over the host's name: add {\"type\": \"user\"} or {\"type\": \"uts\"}")
+	if !c.hasNamespace(specs.UTSNamespace) {
+		c.items = append(c.items, hostUTSItems(c.spec.Hostname, c.spec.Domainname, names,
+			hasCap(c.spec.Process, "CAP_SYS_ADMIN"), c.hasNamespace(specs.UserNamespace))...)
 	}
 	// maka's allowlist is a ceiling under every profile: config.json's
 	// profile may only narrow it. What it asked for beyond maka's is
@@ -1231,6 +1227,8 @@ func (c *checker) checkLinux() {
 			// The init would fail after the container exists: refused
 			// before anything does (seccomp_init.go).
 			c.reject(field, "", "%s", reason)
+		} else if field, reason, refused := initGetcwdRefusal(l.Seccomp, n, c.spec.Process != nil && c.spec.Process.NoNewPrivileges); refused {
+			c.reject(field, "", "%s", reason)
 		}
 		l.Seccomp = n
 	}
@@ -1248,6 +1246,34 @@ func (c *checker) checkLinux() {
 	}
 	l.MaskedPaths = union(defaultMaskedPaths, l.MaskedPaths)
 	l.ReadonlyPaths = union(defaultReadonlyPaths, l.ReadonlyPaths)
+}
+
+// hostUTSItems are the rules for a sandbox in the host's uts namespace (a
+// hostNetwork pod's shape: no uts namespace, or one joined by a path that
+// is the host's own, CheckHost): no name of its own (hostname,
+// domainname, the kernel.hostname and kernel.domainname sysctls: each
+// would name the host), and without a user namespace of its own no
+// CAP_SYS_ADMIN, which would be the host's over the host's name.
+// sethostname and setdomainname are outside maka's allowlist already.
+// sysctls are the sysctls' names, sorted.
+func hostUTSItems(hostname, domainname string, sysctls []string, sysAdmin, ownUser bool) []Item {
+	const own = "needs a uts namespace of the sandbox's own (add {\"type\": \"uts\"}); with the host's, the sandbox has the host's name"
+	var items []Item
+	if hostname != "" {
+		items = append(items, Item{Field: "hostname", Message: fmt.Sprintf("%q %s", hostname, own)})
+	}
+	if domainname != "" {
+		items = append(items, Item{Field: "domainname", Message: fmt.Sprintf("%q %s", domainname, own)})
+	}
+	for _, k := range sysctls {
+		if k == "kernel.hostname" || k == "kernel.domainname" {
+			items = append(items, Item{Field: fmt.Sprintf("linux.sysctl[%q]", k), Message: k + " would name the host: it needs a uts namespace of the sandbox's own"})
+		}
+	}
+	if sysAdmin && !ownUser {
+		items = append(items, Item{Field: "process.capabilities", Message: "CAP_SYS_ADMIN with the host's uts namespace and no user namespace of the sandbox's own would be the host's over the host's name: add {\"type\": \"user\"} or {\"type\": \"uts\"}"})
+	}
+	return items
 }
 
 func union(a, b []string) []string {

@@ -731,3 +731,30 @@ func TestHostUTSOnlyWithHostNetwork(t *testing.T) {
 		}
 	}
 }
+
+// An exec'd process in a sandbox with the host's uts namespace and no user
+// namespace of its own is held to the init's rule: no CAP_SYS_ADMIN, which
+// would be the host's over the host's name (the attacker review of s25).
+func TestCheckExecHostUTSNoSysAdmin(t *testing.T) {
+	wide := policy(t, "baseline")
+	wide.Capabilities = append(wide.Capabilities, "CAP_SYS_ADMIN")
+	for _, tc := range []struct {
+		name   string
+		ns     []string
+		refuse bool
+	}{
+		{"host uts, no user namespace", []string{"pid", "mount", "ipc"}, true},
+		{"host uts, a user namespace", []string{"pid", "mount", "ipc", "user"}, false},
+		{"own uts, no user namespace", []string{"pid", "mount", "ipc", "uts"}, false},
+	} {
+		b := &libmaka.Boundary{}
+		for _, n := range tc.ns {
+			b.Namespaces = append(b.Namespaces, libmaka.Namespace{Type: n})
+		}
+		p := &specs.Process{Args: []string{"sh"}, Cwd: "/", Capabilities: &specs.LinuxCapabilities{Bounding: []string{"CAP_SYS_ADMIN"}}}
+		err := CheckExec(testHost, p, wide, b)
+		if refused := err != nil && strings.Contains(err.Error(), "CAP_SYS_ADMIN with the host's uts namespace"); refused != tc.refuse {
+			t.Errorf("%s: %v, want refused: %v", tc.name, err, tc.refuse)
+		}
+	}
+}

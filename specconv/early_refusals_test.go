@@ -234,3 +234,76 @@ func TestRuntimeToolsV090SeccompProfile(t *testing.T) {
 		}
 	}
 }
+
+// With noNewPrivileges false, libcontainer's init loads the filter before
+// its cwd check (getcwd): a profile that refuses getcwd with an errno is
+// kept, getcwd handed to the monitor (which lets the init's call run and
+// answers later ones with the profile's errno); one that refuses it any
+// other way is refused at create, naming the field. With no_new_privs on,
+// nothing changes.
+func TestSeccompGetcwdUnderTheInitsCwdCheck(t *testing.T) {
+	eacces, zero, huge := uint(13), uint(0), uint(4096)
+	for _, tc := range []struct {
+		name      string
+		nnp       bool
+		rule      *specs.LinuxSyscall // getcwd's rule in a default-allow profile
+		wantErrno uint
+		want      string // a refusal
+	}{
+		{"getcwd allowed", false, nil, 0, ""},
+		{"getcwd refused, default errno", false, &specs.LinuxSyscall{Action: specs.ActErrno}, 1, ""},
+		{"getcwd refused with EACCES", false, &specs.LinuxSyscall{Action: specs.ActErrno, ErrnoRet: &eacces}, 13, ""},
+		{"getcwd refused, no_new_privs on", true, &specs.LinuxSyscall{Action: specs.ActErrno}, 0, ""},
+		{"getcwd killed", false, &specs.LinuxSyscall{Action: specs.ActKillProcess},
+			0, "linux.seccomp.syscalls[0].names[1]: the profile refuses getcwd (SCMP_ACT_KILL_PROCESS), which the runtime's init calls after the filter is loaded when process.noNewPrivileges is false"},
+		{"getcwd errno 0", false, &specs.LinuxSyscall{Action: specs.ActErrno, ErrnoRet: &zero}, 0, "the profile refuses getcwd"},
+		{"getcwd errno 4096", false, &specs.LinuxSyscall{Action: specs.ActErrno, ErrnoRet: &huge}, 0, "the profile refuses getcwd (errno 4096)"},
+		{"getcwd refused for some arguments", false, &specs.LinuxSyscall{Action: specs.ActErrno,
+			Args: []specs.LinuxSeccompArg{{Index: 1, Value: 4096, Op: specs.OpEqualTo}}},
+			0, "linux.seccomp.syscalls[0].names[1]: the profile answers getcwd depending on its arguments"},
+		{"getcwd killed, no_new_privs on", true, &specs.LinuxSyscall{Action: specs.ActKillProcess}, 0, ""},
+	} {
+		s := sandboxSpec(t)
+		s.Process.NoNewPrivileges = tc.nnp
+		s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow}
+		if tc.rule != nil {
+			r := *tc.rule
+			r.Names = []string{"read", "getcwd"}
+			s.Linux.Seccomp.Syscalls = []specs.LinuxSyscall{r}
+		}
+		b, err := ToBoundary(testHost, s, policy(t, "baseline"))
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v\nwant a refusal %q", tc.name, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: refused: %v", tc.name, err)
+			continue
+		}
+		if got := InitGetcwdErrno(b); got != tc.wantErrno {
+			t.Errorf("%s: InitGetcwdErrno = %d, want %d", tc.name, got, tc.wantErrno)
+		}
+		// The filter the init loads: getcwd notified, and named by no
+		// other rule (read keeps its refusal), exactly when handed over.
+		sc := seccompOf(b)
+		var getcwd []specs.LinuxSyscall
+		readKept := tc.rule == nil
+		for _, r := range sc.Syscalls {
+			if slices.Contains(r.Names, "getcwd") {
+				getcwd = append(getcwd, r)
+			}
+			if tc.rule != nil && slices.Contains(r.Names, "read") && r.Action == tc.rule.Action {
+				readKept = true
+			}
+		}
+		notified := len(getcwd) == 1 && getcwd[0].Action == specs.ActNotify && len(getcwd[0].Names) == 1
+		if notified != (tc.wantErrno != 0) || !readKept {
+			t.Errorf("%s: the init's filter names getcwd in %+v (read kept: %v)", tc.name, getcwd, readKept)
+		}
+		if tc.wantErrno == 0 && sc != b.Seccomp {
+			t.Errorf("%s: the filter was rewritten", tc.name)
+		}
+	}
+}

@@ -3,8 +3,10 @@ package specconv
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/maka-runtime/maka/libmaka"
@@ -81,6 +83,14 @@ func CheckHost(host libmaka.Host, b *libmaka.Boundary, policy *libmaka.Policy, d
 			reject(field, "%s is %s %d:%d on the host; config.json says %s %d:%d", d.Path, typ, major, minor, d.Type, d.Major, d.Minor)
 		}
 	}
+	// A path to the host's own namespace is refused, but for the network
+	// and uts namespaces of a hostNetwork pod's containers: containerd
+	// joins them to the pod sandbox's namespaces by path, and those of a
+	// hostNetwork sandbox are the host's. Where the policy allows the
+	// host's network, such a path stands for what it is: no namespace of
+	// the sandbox's own (the entry is dropped), under the same rules as a
+	// sandbox that names none (hostUTSItems).
+	hostOwn := map[string]bool{}
 	for i, n := range b.Namespaces {
 		if n.Path == "" {
 			continue
@@ -89,7 +99,29 @@ func CheckHost(host libmaka.Host, b *libmaka.Boundary, policy *libmaka.Policy, d
 		if same, err := sameFile(host, n.Path, "/proc/self/ns/"+nsFiles[n.Type]); err != nil {
 			reject(field, "%s: %v", n.Path, describePathError(err))
 		} else if same {
-			reject(field, "%s is the host's own %s namespace", n.Path, n.Type)
+			hostOwn[n.Type] = true
+		}
+	}
+	hostNet := policy.AllowsNetwork(libmaka.NetworkHost) && (hostOwn["network"] || !slices.ContainsFunc(b.Namespaces, func(n libmaka.Namespace) bool { return n.Type == "network" }))
+	for i, n := range b.Namespaces {
+		if !hostOwn[n.Type] || n.Path == "" {
+			continue
+		}
+		if !hostNet || n.Type != "network" && n.Type != "uts" {
+			reject(fmt.Sprintf("linux.namespaces[%d].path", i), "%s is the host's own %s namespace", n.Path, n.Type)
+		}
+	}
+	if hostNet && (hostOwn["network"] || hostOwn["uts"]) && len(items) == 0 {
+		b.Namespaces = slices.DeleteFunc(b.Namespaces, func(n libmaka.Namespace) bool {
+			return n.Path != "" && hostOwn[n.Type] && (n.Type == "network" || n.Type == "uts")
+		})
+		if hostOwn["network"] {
+			b.Network = libmaka.Network{Mode: libmaka.NetworkHost}
+		}
+		if hostOwn["uts"] {
+			ownUser := slices.ContainsFunc(b.Namespaces, func(n libmaka.Namespace) bool { return n.Type == "user" })
+			items = append(items, hostUTSItems(b.Hostname, b.Domainname, slices.Sorted(maps.Keys(b.Sysctl)),
+				slices.Contains(b.Process.Capabilities, "CAP_SYS_ADMIN"), ownUser)...)
 		}
 	}
 	checkHostUsers(host, &facts, b, policy, reject)

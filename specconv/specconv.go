@@ -267,7 +267,7 @@ func ToLibcontainer(host libmaka.Host, b *libmaka.Boundary, opts Options) (*Conv
 	if b.Rootfs.Scaffolded() && b.Rootfs.Scaffold == "" && !b.Rootfs.Overlay {
 		return nil, errors.New("the sandbox's root has no scaffold yet: it is built at create (libmaka.Op.BuildRoot)")
 	}
-	spec, err := specOf(b, opts.Staged, host.Facts().StackLimit)
+	spec, err := specOf(b, opts.Staged, host.Facts().StackLimit, func() []string { return hostSysMasks(host) })
 	if err != nil {
 		return nil, err
 	}
@@ -304,18 +304,72 @@ func ToLibcontainer(host libmaka.Host, b *libmaka.Boundary, opts Options) (*Conv
 	return out, nil
 }
 
+// hostSysfs: with the host's network (no network namespace of the
+// sandbox's own, a hostNetwork pod's shape) and a user namespace, the
+// kernel refuses the sandbox a sysfs of its own (a user namespace may
+// mount sysfs only with a network namespace it owns). Its /sys is then the
+// host's, bound recursively read-only (rro) with nosuid, noexec and nodev,
+// as runc gives a rootless container without a network namespace, and
+// private (rprivate: nothing the host mounts below /sys later reaches it).
+// A recursive bind carries the host's mounts below /sys (the cgroup
+// hierarchy, securityfs, bpffs, tracefs, ...): the sandbox's own cgroup
+// filesystem is mounted over /sys/fs/cgroup after it (added if config.json
+// has none: the sandbox always has a cgroup namespace), and every other
+// one is masked (ToLibcontainer adds them to the masked paths). The source
+// is the host's /sys by name: a kernel mount in maka's own mount
+// namespace, which only host root could change. It reports whether it
+// made the bind.
+func hostSysfs(b *libmaka.Boundary, mounts []specs.Mount) ([]specs.Mount, bool) {
+	own := map[string]bool{}
+	for _, n := range b.Namespaces {
+		own[n.Type] = true
+	}
+	if own["network"] || !own["user"] {
+		return mounts, false
+	}
+	sys := slices.IndexFunc(mounts, func(m specs.Mount) bool {
+		return m.Type == "sysfs" && filepath.Clean(m.Destination) == "/sys"
+	})
+	if sys < 0 {
+		return mounts, false
+	}
+	mounts[sys] = specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys",
+		Options: []string{"rbind", "nosuid", "noexec", "nodev", "rro", "rprivate"}}
+	cgroupMount := specs.Mount{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup",
+		Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}}
+	if cg := slices.IndexFunc(mounts, func(m specs.Mount) bool {
+		return (m.Type == "cgroup" || m.Type == "cgroup2") && filepath.Clean(m.Destination) == "/sys/fs/cgroup"
+	}); cg >= 0 {
+		cgroupMount = mounts[cg]
+		mounts = slices.Delete(mounts, cg, cg+1)
+		if cg < sys {
+			sys--
+		}
+	}
+	return slices.Insert(mounts, sys+1, cgroupMount), true
+}
+
+// hostSysMasks are the host's mounts below /sys that a sandbox bound to
+// the host's /sys (hostSysfs) must not see: every one but the cgroup
+// hierarchy, over which the sandbox's own is mounted.
+func hostSysMasks(host libmaka.Host) []string {
+	return slices.DeleteFunc(host.SysSubmounts(), func(p string) bool {
+		return p == "/sys/fs/cgroup" || strings.HasPrefix(p, "/sys/fs/cgroup/")
+	})
+}
+
 // SpecOf is the OCI document a Boundary stands for: what runc's converter
 // reads. Only the Boundary's fields are read; host gives the soft stack
 // limit it is validated with (execve's limits).
 func SpecOf(host libmaka.Host, b *libmaka.Boundary) (*specs.Spec, error) {
-	return specOf(b, nil, host.Facts().StackLimit)
+	return specOf(b, nil, host.Facts().StackLimit, func() []string { return hostSysMasks(host) })
 }
 
 // specOf is SpecOf with the staged paths (libmaka.Op.StageBoundary) in
 // place of the root, the bind sources and the namespace paths, when
 // staged is set: libcontainer never sees a host path by the name someone
 // else could swap. stack is maka's own soft stack limit.
-func specOf(b *libmaka.Boundary, staged *libmaka.Staged, stack uint64) (*specs.Spec, error) {
+func specOf(b *libmaka.Boundary, staged *libmaka.Staged, stack uint64, sysMasks func() []string) (*specs.Spec, error) {
 	if !filepath.IsAbs(b.Rootfs.Path) {
 		return nil, fmt.Errorf("root.path %q: the boundary's root must be an absolute path", b.Rootfs.Path)
 	}
@@ -340,6 +394,7 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged, stack uint64) (*specs.S
 		}
 		mounts = append(slices.Clone(b.Rootfs.Binds), mounts...)
 	}
+	mounts, hostSys := hostSysfs(b, mounts)
 	spec := &specs.Spec{
 		Version: specs.Version,
 		// A writable view: the overlay is writable, the root under it
@@ -359,12 +414,15 @@ func specOf(b *libmaka.Boundary, staged *libmaka.Staged, stack uint64) (*specs.S
 			Resources:         resourcesOf(b),
 			CgroupsPath:       b.Cgroup.Path,
 			Devices:           b.Devices,
-			Seccomp:           b.Seccomp,
+			Seccomp:           seccompOf(b),
 			RootfsPropagation: b.RootfsPropagation,
 			MaskedPaths:       b.MaskedPaths,
 			ReadonlyPaths:     b.ReadonlyPaths,
 			MountLabel:        b.MountLabel,
 		},
+	}
+	if hostSys {
+		spec.Linux.MaskedPaths = union(b.MaskedPaths, sysMasks())
 	}
 	if staged != nil && staged.UserNS {
 		// Joined by path: runc reads the mappings back from it.

@@ -627,3 +627,104 @@ func TestToLibcontainerMemoryOOMGroup(t *testing.T) {
 		}
 	}
 }
+
+// A hostNetwork pod's shape (the host's network and uts namespaces) under
+// maka's user namespace: the kernel refuses it a sysfs of its own, so its
+// /sys is the host's, bound recursively read-only and private (as runc
+// gives a rootless container without a network namespace), with the
+// sandbox's own cgroup filesystem mounted over /sys/fs/cgroup after it
+// (added where config.json has none, moved after /sys where it came
+// first) and every other host mount below /sys masked: the attacker
+// review of s25 found the host's whole cgroup tree, securityfs and bpffs
+// visible through the first form. With a network namespace of its own the
+// sandbox keeps its own sysfs.
+func TestHostNetworkSysfsIsTheHostsReadOnly(t *testing.T) {
+	pol, err := libmaka.ParsePolicy([]byte(`{"profile": "baseline", "networkModes": ["closed", "netns", "host"], "userNamespace": "required"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := fakeHost{Host: testHost, facts: testHost.Facts(), sys: []string{"/sys/fs/cgroup", "/sys/kernel/security", "/sys/fs/bpf"}}
+	for _, tc := range []struct {
+		name    string
+		hostNet bool
+		cgroup  string // "": none; "first": before /sys; "after"
+	}{
+		{"own network", false, "after"},
+		{"host network, cgroup after /sys", true, "after"},
+		{"host network, no cgroup mount", true, ""},
+		{"host network, cgroup before /sys", true, "first"},
+	} {
+		s := exampleSpec(t)
+		s.Root.Path = t.TempDir()
+		if tc.hostNet {
+			s.Hostname = ""
+			s.Linux.Namespaces = slices.DeleteFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool {
+				return n.Type == specs.NetworkNamespace || n.Type == specs.UTSNamespace
+			})
+		}
+		var cg []specs.Mount
+		s.Mounts = slices.DeleteFunc(s.Mounts, func(m specs.Mount) bool {
+			if m.Type == "cgroup" || m.Type == "cgroup2" {
+				cg = append(cg, m)
+				return true
+			}
+			return false
+		})
+		if len(cg) == 0 {
+			cg = []specs.Mount{{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"ro"}}}
+		}
+		switch tc.cgroup {
+		case "after":
+			s.Mounts = append(s.Mounts, cg...)
+		case "first":
+			s.Mounts = append(cg, s.Mounts...)
+		}
+		b, err := ToBoundary(testHost, s, pol)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		convertable(t, b, "hn")
+		out, err := ToLibcontainer(host, testLease(b), Options{ID: "hn"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys, cgAfter := -1, false
+		for i, m := range out.Config.Mounts {
+			switch m.Destination {
+			case "/sys":
+				sys = i
+			case "/sys/fs/cgroup":
+				cgAfter = sys >= 0 && (m.Device == "cgroup" || m.Device == "cgroup2")
+			}
+		}
+		if sys < 0 {
+			t.Fatalf("%s: no /sys mount", tc.name)
+		}
+		m := out.Config.Mounts[sys]
+		if !tc.hostNet {
+			if m.Device != "sysfs" {
+				t.Errorf("%s: /sys is %q from %q, want a sysfs of its own", tc.name, m.Device, m.Source)
+			}
+			continue
+		}
+		const want = unix.MS_BIND | unix.MS_REC | unix.MS_NOSUID | unix.MS_NOEXEC | unix.MS_NODEV
+		if m.Device != "bind" || m.Source != "/sys" || m.Flags&want != want ||
+			m.RecAttr == nil || m.RecAttr.Attr_set&unix.MOUNT_ATTR_RDONLY == 0 {
+			t.Errorf("%s: /sys is %+v (rec %+v), want the host's /sys bound recursively read-only", tc.name, m, m.RecAttr)
+		}
+		if !slices.ContainsFunc(m.PropagationFlags, func(p int) bool { return p&unix.MS_PRIVATE != 0 }) {
+			t.Errorf("%s: /sys propagation %v, want private", tc.name, m.PropagationFlags)
+		}
+		if !cgAfter {
+			t.Errorf("%s: no cgroup filesystem over /sys/fs/cgroup after /sys", tc.name)
+		}
+		for _, p := range []string{"/sys/kernel/security", "/sys/fs/bpf"} {
+			if !slices.Contains(out.Config.MaskPaths, p) {
+				t.Errorf("%s: the host's %s is not masked (%v)", tc.name, p, out.Config.MaskPaths)
+			}
+		}
+		if slices.Contains(out.Config.MaskPaths, "/sys/fs/cgroup") {
+			t.Errorf("%s: /sys/fs/cgroup masked: the sandbox's own cgroup mount would be hidden", tc.name)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/maka-runtime/maka/internal/agent"
@@ -50,8 +51,9 @@ type Launch struct {
 	// Otherwise a monitor process of its own watches it (Monitors).
 	Attached bool
 	// Monitors are the programs to try for a detached sandbox's monitor
-	// process (monitor.Args is their command line).
-	Monitors []string
+	// process, as descriptors (Executables; monitor.Args is their command
+	// line).
+	Monitors []*os.File
 	// Process is the init's process (InitProcess), its stdio set up.
 	Process *libcontainer.Process
 	// Started, if set, runs once the init has started, before the user's
@@ -349,7 +351,8 @@ func egressConfig(b *libmaka.Boundary, p *libmaka.Policy) *monitor.EgressConfig 
 func startWatch(root, stateDir string, l Launch) (*watch, error) {
 	cfg := monitor.Config{
 		ID: l.ID, StateDir: stateDir, OnViolation: l.Policy.OnViolation,
-		Timeout: time.Duration(l.Boundary.Limits.Timeout) * time.Second,
+		Timeout:     time.Duration(l.Boundary.Limits.Timeout) * time.Second,
+		GetcwdErrno: specconv.InitGetcwdErrno(l.Boundary),
 	}
 	ln, err := monitor.Listen(stateDir)
 	if err != nil {
@@ -429,6 +432,7 @@ func (w *watch) attach(cgroup string, initPid int, eg *monitor.EgressConfig) (*a
 		}
 	}
 	if cgroup == "" {
+		w.mon.MarkAttached()
 		return cl, nil
 	}
 	if err := w.mon.Attach(cgroup, initPid, w.tmpfs); err != nil {
@@ -470,19 +474,22 @@ func (w *watch) abort() {
 	}
 }
 
-// Executables are the programs for a detached monitor, best first: the
-// small monitor if there is one (small, may be ""), then this program
-// itself (maka: `maka monitor`).
-func Executables(small string) []string {
-	self, err := os.Executable()
-	if err != nil || self == small {
-		self = ""
+// Executables are the programs for a detached monitor, best first, as
+// descriptors (monitor.Spawn execs them, never a name): the small monitor
+// if there is one (small, may be nil), then this program itself (maka:
+// `maka monitor`), the very file this process runs.
+func Executables(small *os.File) []*os.File {
+	var exes []*os.File
+	if small != nil {
+		exes = append(exes, small)
 	}
-	var exes []string
-	for _, e := range []string{small, self} {
-		if e != "" {
-			exes = append(exes, e)
-		}
+	if self, err := selfExecutable(); err == nil {
+		exes = append(exes, self)
 	}
 	return exes
 }
+
+// selfExecutable is this process's own program, opened once.
+var selfExecutable = sync.OnceValues(func() (*os.File, error) {
+	return os.Open("/proc/self/exe")
+})

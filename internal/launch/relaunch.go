@@ -22,7 +22,7 @@ import (
 // foreground run's or a Manager's caller is gone, and nobody would wait for
 // the copy, forward its signals or remove it. monitors are the programs its
 // monitor process may run (Executables).
-func Relaunch(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.ContainerRecord, policy *libmaka.Policy, monitors []string, checks []libmaka.HostCheck) (libmaka.Status, *Launched, error) {
+func Relaunch(rt *libmaka.Runtime, op *libmaka.Op, rec *libmaka.ContainerRecord, policy *libmaka.Policy, monitors []*os.File, checks []libmaka.HostCheck) (libmaka.Status, *Launched, error) {
 	if rec.Attached {
 		return "", nil, errors.New("it was a foreground run whose maka is gone: nobody would wait for it or remove it")
 	}

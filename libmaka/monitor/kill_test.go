@@ -27,24 +27,3 @@ func TestKillAtReportsFailure(t *testing.T) {
 		t.Errorf("an unwritable cgroup.kill: err = %v, want it named", err)
 	}
 }
-
-// The guard whose kill fails says so (its log), rather than return as if
-// the sandbox were dead.
-func TestGuardReportsAFailedKill(t *testing.T) {
-	dir, cg := guardCgroup(t, true)
-	if err := os.Remove(filepath.Join(dir, "cgroup.kill")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "cgroup.kill"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Close() // the monitor died
-	err = runGuard(Config{ID: "g", StateDir: t.TempDir()}, cg, r)
-	if err == nil || !strings.Contains(err.Error(), "could not be killed") {
-		t.Errorf("runGuard = %v, want the failed kill reported", err)
-	}
-}

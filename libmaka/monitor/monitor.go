@@ -29,6 +29,12 @@ type Config struct {
 	OnViolation string
 	// Timeout is how long the sandbox may live (0: no limit).
 	Timeout time.Duration
+	// GetcwdErrno, if not 0: getcwd is handed to the monitor because
+	// the init calls it after its filter is loaded and config.json's
+	// profile refuses it (specconv.InitGetcwdErrno). A call before
+	// Attach is the init's own and runs; every later one is answered
+	// with this errno, as the profile says, and is not a violation.
+	GetcwdErrno uint
 }
 
 // Monitor watches one container.
@@ -47,6 +53,9 @@ type Monitor struct {
 	// made later at the same path (once the container's is removed, the
 	// open fails).
 	cgroupFD int
+	// attached: Attach ran (the init is past its set-up; the user's
+	// process may run from now on).
+	attached bool
 	tmpfs    []tmpfsMount
 	first    *Record // the first violation
 	killedBy *Record // the violation (or timeout) that destroyed the sandbox
@@ -232,6 +241,17 @@ func (m *Monitor) handle(fd int, n *seccompNotif, at time.Time) {
 		m.audit(fd, n, at, name, hostPid, pid, comm)
 		return
 	}
+	if name == "getcwd" && m.cfg.GetcwdErrno != 0 {
+		m.mu.Lock()
+		attached := m.attached
+		m.mu.Unlock()
+		errno := unix.Errno(m.cfg.GetcwdErrno)
+		if !attached {
+			errno = 0 // the init's own cwd check: it runs
+		}
+		_ = respond(fd, n.ID, errno)
+		return
+	}
 	r := Record{
 		Time: at, Type: TypeSyscall, Action: ActionDeny, Errno: "EPERM",
 		Pid: pid, HostPid: hostPid, Comm: comm, Syscall: name, Args: syscallArgs(name, n.Data.Args),
@@ -384,6 +404,7 @@ func (m *Monitor) Attach(cgroupDir string, initPid int, tmpfs []string) error {
 		unix.Close(m.cgroupFD)
 	}
 	m.cgroupFD = cgfd
+	m.attached = true
 	m.tmpfs = held
 	if m.cfg.Timeout > 0 {
 		m.timer = time.AfterFunc(m.cfg.Timeout, m.timeout)
@@ -442,6 +463,17 @@ func (m *Monitor) sampleTmpfs() {
 			m.mu.Unlock()
 		}
 	}
+}
+
+// MarkAttached says the init is past its set-up: from now on only the
+// user's processes run (Attach does it too). A foreground run that cannot
+// attach (no cgroup known) still calls it: a call handed to the monitor
+// for the init's sake (Config.GetcwdErrno) is then answered as the
+// profile says.
+func (m *Monitor) MarkAttached() {
+	m.mu.Lock()
+	m.attached = true
+	m.mu.Unlock()
 }
 
 func (m *Monitor) markDone() { m.doneOnce.Do(func() { close(m.done) }) }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -50,12 +51,17 @@ type Detached struct {
 	Cgroup string
 }
 
+// exeFd is where a detached monitor's own program comes, in the monitor:
+// it is exec'd from there (/proc/self/fd/6), and closes it (Main).
+const exeFd = 6
+
 // Spawn starts a detached monitor for cfg, serving ln (whose socket file
 // it takes over: closing the launcher's copy does not remove it). exes are
 // the programs to try in order (the small maka-monitor first, then maka
-// itself): each must accept Args. root is maka's --root; its pid goes to
-// PidFile in cfg.StateDir.
-func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Detached, err error) {
+// itself), as descriptors the caller checked: each is exec'd from its
+// descriptor, never by name, and must accept Args. root is maka's --root;
+// its pid goes to PidFile in cfg.StateDir.
+func Spawn(exes []*os.File, root string, cfg Config, ln *net.UnixListener) (d *Detached, err error) {
 	ln.SetUnlinkOnClose(false)
 	defer ln.Close()
 	lf, err := ln.File()
@@ -111,9 +117,13 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 		}
 	}
 	var cmd *exec.Cmd
+	if len(exes) == 0 {
+		return nil, errors.New("monitor: no program to run it")
+	}
 	for _, exe := range exes {
-		cmd = exec.Command(exe, Args(root, cfg)...)
-		cmd.ExtraFiles = []*os.File{lf, infoR, ackW}
+		cmd = exec.Command(fmt.Sprintf("/proc/self/fd/%d", exeFd), Args(root, cfg)...)
+		cmd.Args[0] = "maka-monitor"
+		cmd.ExtraFiles = []*os.File{lf, infoR, ackW, exe}
 		cmd.Stderr = logf
 		cmd.Dir = "/"
 		// disablethp: no transparent huge pages for its heap, where one
@@ -144,7 +154,11 @@ func Spawn(exes []string, root string, cfg Config, ln *net.UnixListener) (d *Det
 
 // Args is a detached monitor's command line after the program name.
 func Args(root string, cfg Config) []string {
-	return []string{"--root", root, "monitor", "--on-violation", cfg.OnViolation, "--timeout", cfg.Timeout.String(), cfg.ID}
+	args := []string{"--root", root, "monitor", "--on-violation", cfg.OnViolation, "--timeout", cfg.Timeout.String()}
+	if cfg.GetcwdErrno != 0 {
+		args = append(args, "--getcwd-errno", strconv.FormatUint(uint64(cfg.GetcwdErrno), 10))
+	}
+	return append(args, cfg.ID)
 }
 
 // Attach tells the monitor the init is running (its cgroup exists, its
@@ -198,6 +212,13 @@ func (d *Detached) Abort() {
 // Main is the monitor process: it parses the part of Args after "monitor"
 // (args) and serves the inherited fds. root is maka's --root.
 func Main(root string, args []string) error {
+	// Its name: exec'd from a descriptor (/proc/self/fd/N), the kernel
+	// named it after the number.
+	name := "maka-monitor"
+	if len(args) > 0 && (args[0] == "--guard" || args[0] == "--guard-record") {
+		name = "maka-guard"
+	}
+	_ = os.WriteFile("/proc/self/comm", []byte(name), 0)
 	if len(args) > 0 && args[0] == "--guard" { // the monitor's guard: guard.go
 		cfg, err := parseArgs(root, args[1:])
 		if err != nil {
@@ -205,6 +226,17 @@ func Main(root string, args []string) error {
 		}
 		return runGuard(cfg, os.NewFile(guardCgroupFd, "guard-cgroup"), os.NewFile(guardPipeFd, "guard-pipe"))
 	}
+	if len(args) > 0 && args[0] == "--guard-record" { // maka-guard's record: guard.go
+		cfg, err := parseArgs(root, args[1:])
+		if err != nil {
+			return err
+		}
+		return runGuardRecord(cfg)
+	}
+	// The program it was exec'd from (Spawn): not held for the sandbox's
+	// life. Only here: the guards are exec'd without it, and their fd 6
+	// may be the Go runtime's own.
+	_ = unix.Close(exeFd)
 	cfg, err := parseArgs(root, args)
 	if err != nil {
 		return err
@@ -218,6 +250,7 @@ func parseArgs(root string, args []string) (Config, error) {
 	fs.SetOutput(io.Discard)
 	onViolation := fs.String("on-violation", ActionDeny, "deny or kill")
 	timeout := fs.Duration("timeout", 0, "how long the sandbox may live (0: no limit)")
+	getcwdErrno := fs.Uint("getcwd-errno", 0, "the errno getcwd gets once the monitor is attached (0: not handed to it)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, fmt.Errorf("monitor: %w", err)
 	}
@@ -231,7 +264,10 @@ func parseArgs(root string, args []string) (Config, error) {
 	if root == "" {
 		return Config{}, errors.New("monitor: no --root")
 	}
-	return Config{ID: id, StateDir: filepath.Join(root, id), OnViolation: *onViolation, Timeout: *timeout}, nil
+	if *getcwdErrno > 4095 {
+		return Config{}, fmt.Errorf("monitor: --getcwd-errno %d is not an errno", *getcwdErrno)
+	}
+	return Config{ID: id, StateDir: filepath.Join(root, id), OnViolation: *onViolation, Timeout: *timeout, GetcwdErrno: *getcwdErrno}, nil
 }
 
 // godebugWith is the caller's GODEBUG with setting added (the last one of a

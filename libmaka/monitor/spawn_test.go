@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The launcher's command line is what the monitor process parses: the
@@ -13,6 +15,7 @@ func TestArgsRoundTrip(t *testing.T) {
 	for _, cfg := range []Config{
 		{ID: "box", StateDir: "/run/maka/box", OnViolation: ActionKill, Timeout: 90 * time.Second},
 		{ID: "a.b-c_1", StateDir: "/run/maka/a.b-c_1", OnViolation: ActionDeny},
+		{ID: "cwd", StateDir: "/run/maka/cwd", OnViolation: ActionDeny, GetcwdErrno: 13},
 	} {
 		args := Args("/run/maka", cfg)
 		if args[0] != "--root" || args[1] != "/run/maka" || args[2] != "monitor" {
@@ -40,9 +43,19 @@ func TestParseArgsRefusesWhatSpawnNeverPasses(t *testing.T) {
 		{"/r", []string{"a/b"}, "invalid container id"},
 		{"/r", []string{"--timeout", "soon", "id"}, "invalid value"},
 		{"", []string{"id"}, "no --root"},
+		{"/r", []string{"--getcwd-errno", "4096", "id"}, "is not an errno"},
+		{"/r", []string{"--getcwd-errno", "-1", "id"}, "invalid value"},
 	} {
 		if _, err := parseArgs(tc.root, tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseArgs(%q, %q) = %v, want an error with %q", tc.root, tc.args, err, tc.want)
 		}
+	}
+}
+
+// The monitor names getcwd when it is handed to it (Config.GetcwdErrno):
+// an unnamed call would be taken for a violation and answered EPERM.
+func TestGetcwdIsNamed(t *testing.T) {
+	if got := SyscallName(nativeArch, unix.SYS_GETCWD); got != "getcwd" {
+		t.Fatalf("SyscallName(getcwd) = %q", got)
 	}
 }

@@ -22,6 +22,9 @@ var syscallNames = map[int32]string{
 	unix.SYS_KEXEC_LOAD: "kexec_load", unix.SYS_REBOOT: "reboot",
 	unix.SYS_SWAPON: "swapon", unix.SYS_SWAPOFF: "swapoff", unix.SYS_OPEN_BY_HANDLE_AT: "open_by_handle_at",
 	unix.SYS_OPENAT: "openat", unix.SYS_OPENAT2: "openat2",
+	// Notified only when the init calls it after its filter is loaded
+	// and config.json's profile refuses it (Config.GetcwdErrno).
+	unix.SYS_GETCWD: "getcwd",
 }
 
 // SyscallName names syscall nr of the architecture arch (an AUDIT_ARCH_*
@@ -60,7 +63,7 @@ var syscallArity = map[string]int{
 	"keyctl": 5, "add_key": 5, "request_key": 4,
 	"init_module": 3, "finit_module": 3, "delete_module": 2,
 	"kexec_load": 4, "kexec_file_load": 5, "reboot": 4, "swapon": 2, "swapoff": 1, "open_by_handle_at": 3,
-	"open": 3, "openat": 4, "creat": 2, "openat2": 4,
+	"open": 3, "openat": 4, "creat": 2, "openat2": 4, "getcwd": 2,
 }
 
 // syscallArgs are the arguments of a call to name, in hex.

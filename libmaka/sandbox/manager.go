@@ -422,9 +422,15 @@ func (m *Manager) RecoverAndRelaunch(monitor string) ([]libmaka.RecoveryResult, 
 	if monitor == "" {
 		return nil, errors.New("relaunch: the monitor program (maka or maka-monitor) is required")
 	}
+	// Opened once, and exec'd from this descriptor for every sandbox.
+	exe, err := os.Open(monitor)
+	if err != nil {
+		return nil, fmt.Errorf("relaunch: the monitor program: %w", err)
+	}
+	defer exe.Close()
 	var launched []*launch.Launched
 	results, err := m.rt.Recover(func(op *libmaka.Op, rec *libmaka.ContainerRecord) (libmaka.Status, error) {
-		status, l, err := launch.Relaunch(m.rt, op, rec, m.opts.Policy, []string{monitor}, m.checks)
+		status, l, err := launch.Relaunch(m.rt, op, rec, m.opts.Policy, []*os.File{exe}, m.checks)
 		if status == libmaka.Running {
 			launched = append(launched, l)
 		}

@@ -34,6 +34,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 [ $# -gt 0 ] || set -- maka runc
 export PATH=$PATH:/usr/sbin:/sbin
 log() { echo "critest: $*"; }
+# shellcheck source=tests/vm/cri-node.sh
+. "$here/../vm/cri-node.sh"
 # One handler's run: Ginkgo's --timeout, and a hard stop 10 minutes later.
 timeout=${CRITEST_TIMEOUT:-4h}
 [[ $timeout =~ ^([0-9]+)([hms]?)$ ]] ||
@@ -90,13 +92,10 @@ done < "$work/images/images.txt"
 rm -rf "$run/layouts"
 log "$pushed images pushed ($(wc -l < "$work/images/images.txt") in images.txt)"
 
-# 2. containerd. Overlay cannot stack on the guest's overlay root: its
-# storage on a tmpfs (as in cri.bats).
-for _ in $(seq 1 150); do pgrep -x containerd > /dev/null || break; sleep 0.2; done
-! pgrep -x containerd > /dev/null || { log "another containerd is running"; exit 1; }
-mkdir -p /var/lib/containerd /etc/maka /var/log/pods
-mountpoint -q /var/lib/containerd || mount -t tmpfs tmpfs /var/lib/containerd
-cp "${CRITEST_POLICY:-$here/policy.json}" /etc/maka/policy.json
+# 2. containerd (tests/vm/cri-node.sh).
+# Containers' networks, and the port mappings (portmap: iptables nat).
+cri_node_prepare "${CRITEST_POLICY:-$here/policy.json}" "$run/cni" nf_tables nft_chain_nat nft_compat \
+  nf_nat xt_nat xt_MASQUERADE xt_mark xt_comment xt_addrtype xt_multiport xt_conntrack || exit 1
 # AppArmor: the guest's kernel has it (critest's AppArmor specs run, and
 # containerd gives every container its default profile). securityfs, which
 # apparmor_parser and containerd look in; Debian's apparmor_parser and
@@ -120,32 +119,16 @@ exec "$@"
 SUDO
 chmod 755 "$run/path/sudo"
 export PATH=$run/path:$PATH
-# docs/kubernetes.md's bridge (ipMasq off: no iptables for a pod without port
-# mappings, as in cri.bats), and portmap, which acts (iptables nat) only for a
-# pod that maps ports (critest's port mapping specs).
-cp "$here/10-critest.conflist" "$run/cni/"
-# Containers' networks, and the port mappings (portmap: iptables nat).
-modprobe -qa bridge veth br_netfilter nf_tables nft_chain_nat nft_compat nf_nat xt_nat \
-  xt_MASQUERADE xt_mark xt_comment xt_addrtype xt_multiport xt_conntrack 2> /dev/null || true
-sysctl -qw net.ipv4.ip_forward=1 || true
+# The bridge's portmap acts (iptables nat) only for a pod that maps ports
+# (critest's port mapping specs).
 sed -e "s#@MAKA@#$run/bin/maka#" -e "s#@RUNC@#$(command -v runc)#" -e "s#@CNI_CONF_DIR@#$run/cni#" \
   "$here/containerd.toml" > "$run/containerd.toml"
-env -i PATH="$PATH" containerd --config "$run/containerd.toml" < /dev/null > "$results/containerd.log" 2>&1 &
-pids+=($!)
-up=
-for _ in $(seq 1 300); do
-  if crictl version > /dev/null 2>&1; then up=1; break; fi
-  sleep 0.2
-done
-[ -n "$up" ] || { log "containerd's CRI plugin did not answer:"; tail -20 "$results/containerd.log"; exit 1; }
+cri_start_containerd "$run/containerd.toml" "$results/containerd.log" || exit 1
+pids+=("$containerd_pid")
 
 {
-  echo "guest: $(uname -r), $(nproc) CPU(s)"
-  echo "containerd: $(containerd --version)"
-  echo "runc: $(runc --version | head -1)"
-  echo "maka: $("$run/bin/maka" --version | head -1)"
+  cri_versions "$run"
   echo "critest: $("$run/bin/critest" -version 2>&1 | grep -m1 'critest version')"
-  echo "crictl: $("$run/bin/crictl" --version)"
   echo "registry: $("$run/bin/registry" --version 2>&1 | head -1)"
   echo "crane: $("$run/bin/crane" version 2>&1 | head -1)"
   echo "apparmor: $(cat /sys/module/apparmor/parameters/enabled 2>/dev/null), $(apparmor_parser --version 2>&1 | head -1)"

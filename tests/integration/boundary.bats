@@ -141,9 +141,21 @@ reject_case() {
 @test "a hostNetwork pod's shape (the host's network and uts namespaces) runs where the policy allows the host's network: the host's name, which the sandbox cannot change; a hostname of its own, or the host's ipc, is refused" {
   echo '{"profile": "baseline", "networkModes": ["closed", "netns", "host"]}' > "$BATS_TEST_TMPDIR/hostnet.json"
   local b=$BATS_TEST_TMPDIR/hostuts before
-  make_bundle "$b" sh -c 'cat /proc/sys/kernel/hostname; hostname evil-name && echo changed; cat /proc/sys/kernel/hostname'
-  # (no /sys: without a network namespace a user namespace's root may not mount sysfs)
-  update_config "$b" 'del(.hostname) | .linux.namespaces |= map(select(.type != "network" and .type != "uts")) | .mounts |= map(select(.destination != "/sys"))'
+  # /sys: without a network namespace of its own, a user namespace may not
+  # mount sysfs; the sandbox gets the host's, bound recursively read-only.
+  make_bundle "$b" sh -c 'cat /proc/sys/kernel/hostname; hostname evil-name && echo changed
+    echo "net: $(ls /sys/class/net | tr "\n" " ")"
+    touch /sys/kernel/x 2>/dev/null && echo wrote-sys
+    echo 1 > /sys/fs/cgroup/cgroup.procs 2>/dev/null && echo wrote-cgroup
+    grep -E " /sys | /sys/fs/cgroup " /proc/self/mountinfo
+    echo "cgroup dirs: $(find /sys/fs/cgroup -mindepth 1 -maxdepth 1 -type d | wc -l)"
+    for m in $HOST_SYS_MOUNTS; do echo "$m: $(ls -A "$m" 2>/dev/null | wc -l)"; done
+    cat /proc/sys/kernel/hostname'
+  # The host's mounts below /sys but the cgroup hierarchy: masked inside.
+  local hostmounts
+  hostmounts=$(awk '$5 ~ "^/sys/" && $5 !~ "^/sys/fs/cgroup" { print $5 }' /proc/self/mountinfo | tr '\n' ' ')
+  update_config "$b" 'del(.hostname) | .linux.namespaces |= map(select(.type != "network" and .type != "uts"))
+      | .process.env += ["HOST_SYS_MOUNTS=" + $m]' --arg m "$hostmounts"
   before=$(cat /proc/sys/kernel/hostname)
   MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka_io run -b "$b" c-hostuts
   echo "$output"
@@ -152,6 +164,17 @@ reject_case() {
   ! grep -x changed <<<"$output"
   [ "${lines[-1]}" = "$before" ]
   [ "$(cat /proc/sys/kernel/hostname)" = "$before" ]
+  # The host's interfaces, read-only: no write reaches /sys or the cgroups.
+  grep -Fx "net: $(ls /sys/class/net | tr '\n' ' ')" <<<"$output"
+  ! grep -e wrote-sys -e wrote-cgroup <<<"$output"
+  [ ! -e /sys/kernel/x ]
+  grep -E ' /sys ro,' <<<"$output"
+  grep -E ' /sys/fs/cgroup ro,' <<<"$output"
+  # Its own cgroup namespace's root over the host's tree (no other
+  # sandbox's cgroup in view), and the host's other mounts masked.
+  grep -Fx "cgroup dirs: 0" <<<"$output"
+  local m
+  for m in $hostmounts; do grep -Fx "$m: 0" <<<"$output"; done
   # A name of its own needs a namespace of its own; ipc stays private.
   update_config "$b" '.hostname = "box"'
   MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka boundary -b "$b"
@@ -165,7 +188,9 @@ reject_case() {
   # Without the host's network in the policy, the host's uts is refused.
   update_config "$b" '.linux.namespaces += [{type: "ipc"}]'
   MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka boundary -b "$b"
+  echo "$output"
   [ "$status" -eq 0 ]
+  grep -F "(uts: the host's, its name read-only)" <<<"$output"
   echo '{"profile": "baseline"}' > "$BATS_TEST_TMPDIR/nohostnet.json"
   MAKA_POLICY=$BATS_TEST_TMPDIR/nohostnet.json run maka boundary -b "$b"
   [ "$status" -eq 1 ]

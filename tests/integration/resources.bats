@@ -36,7 +36,7 @@ setup_file() {
         throttleReadIOPSDevice: [{major: $maj, minor: $min, rate: 300}],
         throttleWriteIOPSDevice: [{major: $maj, minor: $min, rate: 400}]
       },
-      unified: {"memory.high": ((48 * $mib) | tostring)}
+      unified: {"memory.high": ((48 * $mib) | tostring), "memory.oom.group": "1"}
     }' --argjson mib "$MiB" --argjson maj "$LOOP_MAJOR" --argjson min "$LOOP_MINOR"
   maka_io create --bundle "$BATS_FILE_TMPDIR/all" r-all
 
@@ -123,9 +123,23 @@ expect_file() {
   fi
 }
 
-@test "linux.resources.unified writes memory.high" {
+@test "linux.resources.unified writes memory.high and memory.oom.group (as a kubelet >= 1.32 sets it); a memory.oom.group other than 0 or 1 is refused at create, naming the key, nothing left" {
   d=$(cgroup_dir_of r-all)
   expect_file "$d" memory.high $((48 * MiB))
+  expect_file "$d" memory.oom.group 1
+  make_bundle "$BATS_TEST_TMPDIR/b" sleep 100
+  local v
+  # (Surrounding blanks are trimmed, as the kernel trims what is written.)
+  for v in 2 -1 $'1\n0' "1 1" "01" "0x1" "true" ""; do
+    update_config "$BATS_TEST_TMPDIR/b" '.linux.resources.unified = {"memory.oom.group": $v}' --arg v "$v"
+    run maka_io create --bundle "$BATS_TEST_TMPDIR/b" r-oomgroup
+    echo "$v: $output"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *'linux.resources.unified["memory.oom.group"]'*"is not 0 or 1"* ]]
+    [ ! -e "$MAKA_ROOT/r-oomgroup" ]
+    run find /sys/fs/cgroup -type d -name r-oomgroup
+    [ -z "$output" ]
+  done
 }
 
 @test "swap -1 gives memory.swap.max max; a period without a quota gets the default 2 CPUs of that period; pids.limit 0 is pids.max 1, as runc writes it" {

@@ -209,3 +209,40 @@ V090=$MAKA_REPO/tests/integration/fixtures/seccomp-runtime-tools-v0.9.0.json
   [[ "$output" == *done* ]]
   assert_nothing_left sc-v090s
 }
+
+@test "baseline, no_new_privs off: a profile refusing getcwd runs (the init's own cwd check passes through the monitor); the user's getcwd gets the profile's errno, foreground and detached, and no violation is recorded" {
+  [ "$(uname -m)" = x86_64 ] || skip "syscall numbers are x86_64's"
+  # getcwd(NULL, 0): ERANGE where it runs, the profile's errno where not.
+  make_bundle "$BATS_TEST_TMPDIR/b" sh -c 'escape sys:79; echo done'
+  update_config "$BATS_TEST_TMPDIR/b" '.process.noNewPrivileges = false
+      | .linux.seccomp = {defaultAction: "SCMP_ACT_ALLOW", syscalls: [{names: ["getcwd"], action: "SCMP_ACT_ERRNO", errnoRet: 13}]}'
+  run maka --policy "$BATS_FILE_TMPDIR/baseline-deny.json" boundary --bundle "$BATS_TEST_TMPDIR/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -F "getcwd through the monitor: the init's own cwd check runs" <<<"$output"
+  MAKA_POLICY=$BATS_FILE_TMPDIR/baseline-deny.json run maka_io run --bundle "$BATS_TEST_TMPDIR/b" sc-cwd
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "$output" =~ sys:79\ pid=[0-9]+\ ret=-1\ errno=EACCES ]]
+  [[ "$output" == *done* ]]
+  assert_nothing_left sc-cwd
+  # Detached: the monitor process is told the errno on its command line.
+  update_config "$BATS_TEST_TMPDIR/b" 'del(.linux.seccomp.syscalls[0].errnoRet)'
+  run_stopped "$BATS_FILE_TMPDIR/baseline-deny.json" sc-cwd-d "$BATS_TEST_TMPDIR/b"
+  out=$(cat "$BATS_TEST_TMPDIR/sc-cwd-d.out")
+  echo "$out"
+  [[ "$out" =~ sys:79\ pid=[0-9]+\ ret=-1\ errno=EPERM ]]
+  [[ "$out" == *done* ]]
+  run maka violations --format json sc-cwd-d
+  echo "$output"
+  jq -e '[.[] | select(.type == "syscall")] | length == 0' <<<"$output"
+  maka delete sc-cwd-d
+  assert_nothing_left sc-cwd-d
+  # Refused another way, it is refused at create: the init would die.
+  update_config "$BATS_TEST_TMPDIR/b" '.linux.seccomp.syscalls[0].action = "SCMP_ACT_KILL_PROCESS"'
+  MAKA_POLICY=$BATS_FILE_TMPDIR/baseline-deny.json run maka_io run --bundle "$BATS_TEST_TMPDIR/b" sc-cwd-k
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"linux.seccomp.syscalls[0].names[0]: the profile refuses getcwd (SCMP_ACT_KILL_PROCESS)"* ]]
+  assert_nothing_left sc-cwd-k
+}

@@ -37,6 +37,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 export PATH=$PATH:/usr/sbin:/sbin
 log() { echo "kubelet-test: $(date +%T) $*"; }
 pod_timeout=${KUBELET_POD_TIMEOUT:-900}
+# shellcheck source=tests/vm/cri-node.sh
+. "$here/../vm/cri-node.sh"
 
 results=$work/results
 run=/run/kubelet-test
@@ -64,16 +66,7 @@ stop() {
 cleanup() { stop "$kubelet_pid"; stop "$containerd_pid"; }
 trap cleanup EXIT
 
-for _ in $(seq 1 150); do pgrep -x containerd > /dev/null || break; sleep 0.2; done
-! pgrep -x containerd > /dev/null || { log "another containerd is running"; exit 1; }
-mkdir -p /var/lib/containerd /etc/maka /var/log/pods
-# Overlay cannot stack on the guest's overlay root: containerd's storage on a
-# tmpfs (as in cri.bats).
-mountpoint -q /var/lib/containerd || mount -t tmpfs tmpfs /var/lib/containerd
-cp "${KUBELET_POLICY:-$here/policy.json}" /etc/maka/policy.json
-cp "$here/../critest/10-critest.conflist" "$run/cni/"
-modprobe -qa bridge veth br_netfilter 2> /dev/null || true
-sysctl -qw net.ipv4.ip_forward=1 || true
+cri_node_prepare "${KUBELET_POLICY:-$here/policy.json}" "$run/cni" || exit 1
 # The node's resolv.conf, which the kubelet merges into the pods' (search).
 printf 'nameserver 192.0.2.53\nsearch node.example\n' > "$run/node-resolv.conf"
 sed "s#@RUN@#$run#g" "$here/kubelet.yaml" > "$run/kubelet.yaml"
@@ -87,16 +80,7 @@ for h in "$@"; do
   log "$h: containerd with default_runtime_name = $h"
   sed -e "s#@DEFAULT@#$h#" -e "s#@MAKA@#$run/bin/maka#" -e "s#@RUNC@#$(command -v runc)#" \
     -e "s#@CNI_CONF_DIR@#$run/cni#" "$here/containerd.toml" > "$run/containerd.toml"
-  # As on a node: containerd (so the shim and maka) with no MAKA_*
-  # variables; the policy file governs.
-  env -i PATH="$PATH" containerd --config "$run/containerd.toml" < /dev/null > "$res/containerd.log" 2>&1 &
-  containerd_pid=$!
-  up=
-  for _ in $(seq 1 300); do
-    if crictl version > /dev/null 2>&1; then up=1; break; fi
-    sleep 0.2
-  done
-  [ -n "$up" ] || { log "$h: containerd's CRI plugin did not answer"; tail -20 "$res/containerd.log"; exit 1; }
+  cri_start_containerd "$run/containerd.toml" "$res/containerd.log" || exit 1
   if [ -z "$imported" ]; then
     ctr -n k8s.io image import "$work/images.tar" > "$res/import.log" 2>&1 ||
       { log "ctr image import failed"; cat "$res/import.log"; exit 1; }
@@ -118,12 +102,8 @@ for h in "$@"; do
   [ -n "$up" ] || { log "$h: the kubelet did not serve /pods"; tail -30 "$res/kubelet.log"; exit 1; }
   log "$h: kubelet up after $(( $(date +%s) - t0 )) s; the static pods"
   {
-    echo "guest: $(uname -r), $(nproc) CPU(s)"
-    echo "containerd: $(containerd --version)"
-    echo "runc: $(runc --version | head -1)"
-    echo "maka: $("$run/bin/maka" --version | head -1)"
+    cri_versions "$run"
     echo "kubelet: $("$run/bin/kubelet" --version)"
-    echo "crictl: $("$run/bin/crictl" --version)"
     echo "default_runtime_name: $h"
     echo "policy (maka): $(tr -s ' \n' ' ' < /etc/maka/policy.json)"
   } > "$res/versions.txt"
