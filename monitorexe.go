@@ -87,7 +87,7 @@ func trustedMonitor(path, digest string) *os.File {
 		return nil
 	}
 	stamp := monitorStamp(st, digest)
-	if b, err := os.ReadFile(path + ".stamp"); err == nil && string(b) == stamp {
+	if readStamp(path+".stamp") == stamp {
 		return f
 	}
 	h := sha256.New()
@@ -106,6 +106,17 @@ func trustedMonitor(path, digest string) *os.File {
 		}
 	}
 	return f
+}
+
+// readStamp is the stamp at path, "" if there is none (a link is none).
+func readStamp(path string) string {
+	sf, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	defer sf.Close()
+	b, _ := io.ReadAll(io.LimitReader(sf, 512))
+	return string(b)
 }
 
 // monitorStamp identifies a checked monitor file: its device, inode, size

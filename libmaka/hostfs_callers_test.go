@@ -227,7 +227,7 @@ var otherOpens = map[string]string{
 	"libmaka/transfer.go: procStartTime: os.ReadFile":                 hostFacts,
 	"monitorexe.go: monitorExecutable: os.CreateTemp":                 hostFacts,
 	"monitorexe.go: trustedMonitor: os.OpenFile":                      hostFacts,
-	"monitorexe.go: trustedMonitor: os.ReadFile":                      hostFacts,
+	"monitorexe.go: readStamp: os.OpenFile":                           hostFacts,
 	"monitorexe.go: trustedMonitor: os.CreateTemp":                    hostFacts,
 	"libmaka/sandbox/manager.go: Manager.RecoverAndRelaunch: os.Open": callersPath,
 	"libmaka/host.go: readIDUses: os.Open":                            hostFacts,

@@ -497,11 +497,7 @@ func CheckExec(host libmaka.Host, p *specs.Process, policy *libmaka.Policy, b *l
 		c.checkExecUser(p, b)
 		// In the host's uts namespace without a user namespace of its
 		// own, an exec'd process is held to the init's rule.
-		own := map[string]bool{}
-		for _, n := range b.Namespaces {
-			own[n.Type] = true
-		}
-		if !own["uts"] {
+		if own := ownNamespaces(b); !own["uts"] {
 			c.items = append(c.items, hostUTSItems("", "", nil, hasCap(p, "CAP_SYS_ADMIN"), own["user"])...)
 		}
 	}

@@ -102,7 +102,7 @@ func CheckHost(host libmaka.Host, b *libmaka.Boundary, policy *libmaka.Policy, d
 			hostOwn[n.Type] = true
 		}
 	}
-	hostNet := policy.AllowsNetwork(libmaka.NetworkHost) && (hostOwn["network"] || !slices.ContainsFunc(b.Namespaces, func(n libmaka.Namespace) bool { return n.Type == "network" }))
+	hostNet := policy.AllowsNetwork(libmaka.NetworkHost) && (hostOwn["network"] || !ownNamespaces(b)["network"])
 	for i, n := range b.Namespaces {
 		if !hostOwn[n.Type] || n.Path == "" {
 			continue
@@ -119,9 +119,8 @@ func CheckHost(host libmaka.Host, b *libmaka.Boundary, policy *libmaka.Policy, d
 			b.Network = libmaka.Network{Mode: libmaka.NetworkHost}
 		}
 		if hostOwn["uts"] {
-			ownUser := slices.ContainsFunc(b.Namespaces, func(n libmaka.Namespace) bool { return n.Type == "user" })
 			items = append(items, hostUTSItems(b.Hostname, b.Domainname, slices.Sorted(maps.Keys(b.Sysctl)),
-				slices.Contains(b.Process.Capabilities, "CAP_SYS_ADMIN"), ownUser)...)
+				slices.Contains(b.Process.Capabilities, "CAP_SYS_ADMIN"), ownNamespaces(b)["user"])...)
 		}
 	}
 	checkHostUsers(host, &facts, b, policy, reject)

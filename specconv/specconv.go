@@ -320,10 +320,7 @@ func ToLibcontainer(host libmaka.Host, b *libmaka.Boundary, opts Options) (*Conv
 // namespace, which only host root could change. It reports whether it
 // made the bind.
 func hostSysfs(b *libmaka.Boundary, mounts []specs.Mount) ([]specs.Mount, bool) {
-	own := map[string]bool{}
-	for _, n := range b.Namespaces {
-		own[n.Type] = true
-	}
+	own := ownNamespaces(b)
 	if own["network"] || !own["user"] {
 		return mounts, false
 	}
@@ -347,6 +344,16 @@ func hostSysfs(b *libmaka.Boundary, mounts []specs.Mount) ([]specs.Mount, bool) 
 		}
 	}
 	return slices.Insert(mounts, sys+1, cgroupMount), true
+}
+
+// ownNamespaces are the types of b's namespaces (its own or joined by
+// path): a type missing is the host's.
+func ownNamespaces(b *libmaka.Boundary) map[string]bool {
+	own := map[string]bool{}
+	for _, n := range b.Namespaces {
+		own[n.Type] = true
+	}
+	return own
 }
 
 // hostSysMasks are the host's mounts below /sys that a sandbox bound to
