@@ -22,12 +22,15 @@ EXAMPLE:
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		op, ctr, err := lockContainer(c)
+		// Neither libcontainer's state nor maka.json is read unless a
+		// poststart hook needs them: the record and the kernel say
+		// whether the container is created (libmaka/initstatus.go).
+		op, err := lockRecord(c)
 		if err != nil {
 			return err
 		}
 		defer op.End()
-		status, err := ctr.Status()
+		status, err := op.Status()
 		if err != nil {
 			return err
 		}
@@ -44,8 +47,8 @@ EXAMPLE:
 		}
 		phase.Mark("store: starting")
 		libmaka.CrashPoint("start:record-published")
-		if err := ctr.Exec(); err != nil {
-			return fmt.Errorf("start %s: %w", ctr.ID(), err)
+		if err := op.Start(); err != nil {
+			return fmt.Errorf("start %s: %w", op.ID, err)
 		}
 		phase.Mark("start")
 		libmaka.CrashPoint("start:after-exec")
@@ -57,6 +60,14 @@ EXAMPLE:
 		phase.Mark("unlock")
 		// A failing poststart hook stops the container (runc's start
 		// does the same); it stays, stopped, for delete.
+		hooks, err := op.Hooks()
+		if err != nil || len(hooks.Poststart) == 0 {
+			return err
+		}
+		ctr, err := op.Load()
+		if err != nil {
+			return err
+		}
 		return launch.Poststart(ctr)
 	},
 }

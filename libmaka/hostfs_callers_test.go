@@ -152,7 +152,9 @@ var otherOpens = map[string]string{
 	"libmaka/phase/phase.go: processStart: os.ReadFile":            hostFacts,
 	// ownState
 	"libmaka/container.go: Runtime.IDs: os.ReadDir":                       ownState,
-	"libmaka/container.go: Container.readRecord: os.ReadFile":             ownState,
+	"libmaka/container.go: readRecord: os.ReadFile":                       ownState,
+	"libmaka/initstatus.go: Op.initOf: os.ReadFile":                       ownState,
+	"libmaka/initstatus.go: openFifo: os.OpenFile":                        ownState,
 	"libmaka/container.go: writeJSONAtomic: os.WriteFile":                 ownState,
 	"libmaka/history.go: Store.History: os.ReadDir":                       ownState,
 	"libmaka/history.go: Store.PruneHistory: os.ReadDir":                  ownState,

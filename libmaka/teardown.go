@@ -55,18 +55,38 @@ func (rt *Runtime) reap(lock *Lock, rec *ContainerRecord) error {
 // complaint about what the later steps removed).
 func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Container, afterKill func(), command string) (gone bool, err error) {
 	stateDir := filepath.Join(rt.Root, id)
-	// libcontainer's own teardown first when its state loads: it knows the
-	// init (even outside the cgroup).
-	if ctr == nil {
+	// A record naming the cgroup maka created is enough to end the
+	// sandbox: that cgroup's kill ends every process of it (none can leave
+	// it: the cgroup namespace's root is its own, the files above are the
+	// host's), and what libcontainer's destroy would add (the state
+	// directory, the cgroup) is removed below. libcontainer's state is
+	// loaded only without such a record (made before the cgroup, or by an
+	// older maka: libcontainer knows the init) or for the poststop hooks'
+	// state (its bundle and annotations); it decodes the sandbox's whole
+	// configuration (docs/dev/performance.md, change 16).
+	byRecord := rec != nil && rec.CgroupID != 0
+	var hooks Record
+	switch {
+	case ctr != nil:
+		hooks = ctr.Record
+	case byRecord:
+		// One that cannot be read keeps nothing else from going.
+		var rerr error
+		if hooks, rerr = readRecord(rt.Root, id); rerr != nil {
+			logrus.Warnf("container %s: %v", id, rerr)
+		}
+	}
+	if byRecord && len(hooks.Poststop) == 0 {
+		ctr = nil
+	} else if ctr == nil {
 		if lc, lerr := libcontainer.Load(rt.Root, id); lerr == nil {
 			ctr = &Container{Container: lc, rt: rt}
-			// Its poststop hooks are in maka's record beside it; one
-			// that cannot be read keeps nothing else from going.
 			if rerr := ctr.readRecord(); rerr != nil {
 				logrus.Warnf("container %s: %v", id, rerr)
 			}
 		}
 	}
+	killed := false
 	if ctr != nil {
 		// The record this teardown read under the id's lock is what
 		// the ownership checks compare with: no second read.
@@ -74,6 +94,14 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 		if err := ctr.Kill(KillTimeout); err != nil {
 			return false, err
 		}
+		killed = true
+	} else if byRecord {
+		if err := endCgroup(rec.CgroupPath, rec.CgroupID, rec.Created, KillTimeout, false); err != nil {
+			return false, err
+		}
+		killed = true
+	}
+	if killed {
 		phase.Mark("teardown: kill")
 	}
 	if afterKill != nil {
@@ -96,7 +124,7 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 	// removes that directory (CI-E, userns.bats' six concurrent creates:
 	// "unlinkat …: directory not empty"). Only once Kill has ended the
 	// sandbox: never a live sandbox without its monitor.
-	if ctr != nil {
+	if killed {
 		if err := monitor.RemoveCgroupPath(monCgroup); err != nil {
 			return false, err
 		}

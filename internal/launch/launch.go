@@ -106,7 +106,7 @@ func Run(rt *libmaka.Runtime, l Launch) (*Launched, error) {
 	if err != nil {
 		return nil, err
 	}
-	phase.Mark("store: lock")
+	phase.Mark("store: read")
 	s, err := create(rt, op, l)
 	op.End()
 	if err == nil && l.Start {
@@ -228,6 +228,9 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	}
 	if w.detached != nil && op.Record != nil {
 		op.Record.MonitorCgroup = w.detached.Cgroup
+	}
+	if st, serr := ctr.Container.State(); serr == nil {
+		op.SetInit(st.InitProcessPid, st.InitProcessStartTime)
 	}
 	if err = op.Commit(stage, l.Attached); err != nil {
 		return nil, err
