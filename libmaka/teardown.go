@@ -160,23 +160,27 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 	if err := monitor.RemoveCgroupPath(monCgroup); err != nil {
 		return false, err
 	}
+	phase.Mark("teardown: cgroups")
 	if err := unmountBelow(stateDir); err != nil {
 		return false, err
 	}
+	phase.Mark("teardown: mounts")
 	if _, serr := os.Stat(stateDir); serr == nil && rec != nil {
 		if err := lock.store.Archive(id, rec.Created, stateDir); err != nil {
 			logrus.Warnf("container %s: %v", id, err)
 		}
 	}
+	phase.Mark("teardown: archive")
 	if err := os.RemoveAll(stateDir); err != nil {
 		return false, fmt.Errorf("container %s: remove state: %w", id, err)
 	}
+	phase.Mark("teardown: state")
 	CrashPoint(command + ":state-removed")
 	// No process of the sandbox is left: Drop gives its ids back.
 	if err := lock.drop(rec); err != nil {
 		return false, err
 	}
-	phase.Mark("teardown: cgroup, state, record")
+	phase.Mark("teardown: record")
 	if poststop != nil {
 		RunPoststop(id, ctr.Record.Poststop, poststop)
 	}
