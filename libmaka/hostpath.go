@@ -65,6 +65,23 @@ var nsFile = map[string]string{
 	"pid": "pid", "network": "net", "mount": "mnt", "ipc": "ipc", "uts": "uts", "user": "user", "cgroup": "cgroup", "time": "time",
 }
 
+// nsArticle names an nsfs type ("net", "ipc") as config.json does, with
+// its article.
+func nsArticle(file string) string {
+	for t, f := range nsFile {
+		if f == file {
+			file = t
+		}
+	}
+	if file == "" {
+		return "an unknown"
+	}
+	if strings.IndexByte("aeio", file[0]) >= 0 { // "a uts", "a user"
+		return "an " + file
+	}
+	return "a " + file
+}
+
 // OpenHostPath opens path (absolute, as the check resolved it) for field:
 // with openat2 RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS, so a symlink
 // anywhere in it (one swapped in after the check) is refused, not
@@ -170,6 +187,16 @@ func (h *HostPath) check(kind HostKind, nsType string, never *Never) error {
 			return fmt.Errorf("%s: %s is not a namespace file (a symlink, or it changed since it was checked)", h.Field, h.Path)
 		}
 		if name, ok := nsFile[nsType]; ok {
+			// Its type, from the descriptor (nsfs names it "net:[ino]"):
+			// the init's setns would refuse another type, too late to
+			// name the field.
+			link, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", h.fd))
+			if err != nil {
+				return fmt.Errorf("%s: %s: its namespace type: %w", h.Field, h.Path, err)
+			}
+			if got, _, _ := strings.Cut(link, ":"); got != name {
+				return fmt.Errorf("%s: %s is %s namespace, not a %s namespace", h.Field, h.Path, nsArticle(got), nsType)
+			}
 			for _, p := range []string{"/proc/1/ns/" + name, "/proc/self/ns/" + name} {
 				var st unix.Stat_t
 				if unix.Stat(p, &st) == nil && st.Dev == h.st.Dev && st.Ino == h.st.Ino {

@@ -191,10 +191,63 @@ reject_case() {
   echo "$output"
   [ "$status" -eq 0 ]
   grep -F "(uts: the host's, its name read-only)" <<<"$output"
+  # maka boundary says whose /sys it is, and that it is read-only.
+  grep -E "^read-only +/sys <- the host's /sys .*recursive, read-only, private.*masked" <<<"$output"
   echo '{"profile": "baseline"}' > "$BATS_TEST_TMPDIR/nohostnet.json"
   MAKA_POLICY=$BATS_TEST_TMPDIR/nohostnet.json run maka boundary -b "$b"
   [ "$status" -eq 1 ]
   grep -F 'no uts namespace' <<<"$output"
+}
+
+@test "namespace paths into a running sandbox and to the host's own: its network namespace is joined, another type or the host's own is refused at create naming the field, nothing left; where the host's network is allowed, a path to it is the host's network" {
+  echo '{"profile": "baseline", "networkModes": ["closed", "netns"]}' > "$BATS_TEST_TMPDIR/netns.json"
+  echo '{"profile": "baseline", "networkModes": ["closed", "netns", "host"]}' > "$BATS_TEST_TMPDIR/hostnet.json"
+  local a=$BATS_TEST_TMPDIR/nsa b=$BATS_TEST_TMPDIR/nsb pid hostnet
+  hostnet=$(readlink /proc/1/ns/net)
+  make_bundle "$a" sleep 1000
+  MAKA_POLICY=$BATS_TEST_TMPDIR/netns.json maka run -d -b "$a" ns-a
+  pid=$(container_pid ns-a)
+  make_bundle "$b" sh -c 'readlink /proc/self/ns/net'
+  # B joins A's network namespace by its path (the netns mode's purpose).
+  update_config "$b" '.linux.namespaces |= map(if .type == "network" then .path = $p else . end)' --arg p "/proc/$pid/ns/net"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/netns.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[-1]}" = "$(readlink "/proc/$pid/ns/net")" ]
+  [ "${lines[-1]}" != "$hostnet" ]
+  # A's ipc namespace given as a network namespace: refused at create,
+  # naming the field and both types (not setns's failure in the init).
+  update_config "$b" '.linux.namespaces |= map(if .type == "network" then .path = $p else . end)' --arg p "/proc/$pid/ns/ipc"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/netns.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  [ "$status" -ne 0 ]
+  grep -F "linux.namespaces[" <<<"$output" | grep -F "/proc/$pid/ns/ipc is an ipc namespace, not a network namespace"
+  # The host's own network namespace, without the host's network in the
+  # policy; the host's own ipc namespace under any policy.
+  update_config "$b" '.linux.namespaces |= map(if .type == "network" then .path = "/proc/1/ns/net" else . end)'
+  MAKA_POLICY=$BATS_TEST_TMPDIR/netns.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  [ "$status" -ne 0 ]
+  grep -F "/proc/1/ns/net is the host's own network namespace" <<<"$output"
+  update_config "$b" '.linux.namespaces |= map(if .type == "network" then del(.path) else . end)
+      | .linux.namespaces |= map(if .type == "ipc" then .path = "/proc/1/ns/ipc" else . end)'
+  MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  [ "$status" -ne 0 ]
+  grep -F "/proc/1/ns/ipc is the host's own ipc namespace" <<<"$output"
+  # Nothing of B was left by any refusal.
+  run maka list -q
+  [ "$output" = ns-a ]
+  # Where the host's network is allowed, a path to it (here through a
+  # link, as a hostNetwork pod's is) is the host's network, nothing joined.
+  ln -s "/proc/1/ns/net" "$BATS_TEST_TMPDIR/hostnet-link"
+  update_config "$b" '.linux.namespaces |= map(if .type == "ipc" then del(.path) else . end)
+      | .linux.namespaces |= map(if .type == "network" then .path = $p else . end)' --arg p "$BATS_TEST_TMPDIR/hostnet-link"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[-1]}" = "$hostnet" ]
+  maka delete -f ns-a
 }
 
 @test "devices, sysctls, hooks and limits beyond the policy are refused before anything exists, naming the field" {
