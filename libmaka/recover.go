@@ -44,6 +44,9 @@ func endCgroup(path string, id uint64, created time.Time, wait time.Duration, re
 	if own, err := ownCgroup(); err == nil && (own == path || strings.HasPrefix(own, path+"/")) {
 		return fmt.Errorf("cgroup %s: refusing to kill it: it holds maka itself", path)
 	}
+	if err := Fault("kill"); err != nil {
+		return fmt.Errorf("cgroup %s: kill: %w", path, err)
+	}
 	if err := killAt(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("cgroup %s: kill: %w", path, err)
 	} else if err != nil {

@@ -191,8 +191,25 @@ reject_case() {
   echo "$output"
   [ "$status" -eq 0 ]
   grep -F "(uts: the host's, its name read-only)" <<<"$output"
-  # maka boundary says whose /sys it is, and that it is read-only.
+  # No user namespace: a sysfs of its own (the host's network's).
+  ! grep -F "<- the host's /sys" <<<"$output"
+  # Under a user namespace the kernel refuses it one: maka boundary says
+  # whose /sys it gets instead, and inside it is the host's, read-only,
+  # with the host's other mounts below it masked.
+  jq '.userNamespace = "required"' "$BATS_TEST_TMPDIR/hostnet.json" > "$BATS_TEST_TMPDIR/hostnet-userns.json"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet-userns.json run maka boundary -b "$b"
+  echo "$output"
+  [ "$status" -eq 0 ]
   grep -E "^read-only +/sys <- the host's /sys .*recursive, read-only, private.*masked" <<<"$output"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet-userns.json run maka_io run -b "$b" c-hostuts-userns
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -Fx "net: $(ls /sys/class/net | tr '\n' ' ')" <<<"$output"
+  ! grep -e wrote-sys -e wrote-cgroup <<<"$output"
+  [ ! -e /sys/kernel/x ]
+  grep -E ' /sys ro,' <<<"$output"
+  grep -Fx "cgroup dirs: 0" <<<"$output"
+  for m in $hostmounts; do grep -Fx "$m: 0" <<<"$output"; done
   echo '{"profile": "baseline"}' > "$BATS_TEST_TMPDIR/nohostnet.json"
   MAKA_POLICY=$BATS_TEST_TMPDIR/nohostnet.json run maka boundary -b "$b"
   [ "$status" -eq 1 ]
