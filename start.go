@@ -22,9 +22,9 @@ EXAMPLE:
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		// Neither libcontainer's state nor maka.json is read unless a
-		// poststart hook needs them: the record and the kernel say
-		// whether the container is created (libmaka/initstatus.go).
+		// libcontainer's state is not read unless a poststart hook needs
+		// it: the record and the kernel say whether the container is
+		// created (libmaka/initstatus.go).
 		op, err := lockRecord(c)
 		if err != nil {
 			return err
@@ -42,6 +42,12 @@ EXAMPLE:
 		default:
 			return fmt.Errorf("cannot start an already %s container: %w", status, libmaka.ErrWrongState)
 		}
+		// The poststart hooks (maka.json), read before anything changes.
+		hooks, err := op.Hooks()
+		if err != nil {
+			return err
+		}
+		phase.Mark("hooks")
 		if err := op.Transition(libmaka.StageStarting); err != nil {
 			return err
 		}
@@ -56,18 +62,19 @@ EXAMPLE:
 			return err
 		}
 		phase.Mark("store: commit")
-		op.End()
-		phase.Mark("unlock")
-		// A failing poststart hook stops the container (runc's start
-		// does the same); it stays, stopped, for delete.
-		hooks, err := op.Hooks()
-		if err != nil || len(hooks.Poststart) == 0 {
-			return err
+		if len(hooks.Poststart) == 0 {
+			return nil
 		}
+		// The container the hooks are given, loaded under the lock:
+		// after it, the id may name another container.
 		ctr, err := op.Load()
 		if err != nil {
 			return err
 		}
+		op.End()
+		phase.Mark("unlock")
+		// A failing poststart hook stops the container (runc's start
+		// does the same); it stays, stopped, for delete.
 		return launch.Poststart(ctr)
 	},
 }

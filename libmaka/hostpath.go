@@ -65,21 +65,40 @@ var nsFile = map[string]string{
 	"pid": "pid", "network": "net", "mount": "mnt", "ipc": "ipc", "uts": "uts", "user": "user", "cgroup": "cgroup", "time": "time",
 }
 
-// nsArticle names an nsfs type ("net", "ipc") as config.json does, with
-// its article.
-func nsArticle(file string) string {
-	for t, f := range nsFile {
-		if f == file {
-			file = t
-		}
+// nsTypes are the kernel's namespace types (NS_GET_NSTYPE) by the names
+// config.json gives them.
+var nsTypes = map[int]string{
+	unix.CLONE_NEWPID: "pid", unix.CLONE_NEWNET: "network", unix.CLONE_NEWNS: "mount", unix.CLONE_NEWIPC: "ipc",
+	unix.CLONE_NEWUTS: "uts", unix.CLONE_NEWUSER: "user", unix.CLONE_NEWCGROUP: "cgroup", unix.CLONE_NEWTIME: "time",
+}
+
+// nsTypeOf is the type of the namespace file held by the O_PATH
+// descriptor fd. NS_GET_NSTYPE needs a descriptor opened for reading: fd
+// reopened through /proc/self/fd, which names the same file whatever its
+// path says now (the readlink of a namespace bound on a file is its path,
+// not "net:[ino]").
+func nsTypeOf(fd int) (string, error) {
+	rfd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
 	}
-	if file == "" {
-		return "an unknown"
+	defer unix.Close(rfd)
+	v, err := unix.IoctlRetInt(rfd, unix.NS_GET_NSTYPE)
+	if err != nil {
+		return "", err
 	}
-	if strings.IndexByte("aeio", file[0]) >= 0 { // "a uts", "a user"
-		return "an " + file
+	if t, ok := nsTypes[v]; ok {
+		return t, nil
 	}
-	return "a " + file
+	return fmt.Sprintf("unknown (%#x)", v), nil
+}
+
+// withArticle is a namespace type's name with its article.
+func withArticle(t string) string {
+	if t == "ipc" || strings.HasPrefix(t, "unknown") {
+		return "an " + t
+	}
+	return "a " + t
 }
 
 // OpenHostPath opens path (absolute, as the check resolved it) for field:
@@ -187,15 +206,14 @@ func (h *HostPath) check(kind HostKind, nsType string, never *Never) error {
 			return fmt.Errorf("%s: %s is not a namespace file (a symlink, or it changed since it was checked)", h.Field, h.Path)
 		}
 		if name, ok := nsFile[nsType]; ok {
-			// Its type, from the descriptor (nsfs names it "net:[ino]"):
-			// the init's setns would refuse another type, too late to
-			// name the field.
-			link, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", h.fd))
+			// Its type, asked of the kernel: the init's setns would
+			// refuse another, too late to name the field.
+			got, err := nsTypeOf(h.fd)
 			if err != nil {
 				return fmt.Errorf("%s: %s: its namespace type: %w", h.Field, h.Path, err)
 			}
-			if got, _, _ := strings.Cut(link, ":"); got != name {
-				return fmt.Errorf("%s: %s is %s namespace, not a %s namespace", h.Field, h.Path, nsArticle(got), nsType)
+			if got != nsType {
+				return fmt.Errorf("%s: %s is %s namespace, not a %s namespace", h.Field, h.Path, withArticle(got), nsType)
 			}
 			for _, p := range []string{"/proc/1/ns/" + name, "/proc/self/ns/" + name} {
 				var st unix.Stat_t

@@ -52,7 +52,8 @@ func (op *Op) SetInit(pid int, start uint64) {
 }
 
 // initOf is the record's init; a record published before it carried one
-// names it through libcontainer's state, whose first fields are read alone.
+// names it through libcontainer's state (two fields decoded, the whole
+// file still scanned).
 func (op *Op) initOf() (InitProcess, error) {
 	if op.Record.Init != nil {
 		return *op.Record.Init, nil
@@ -167,21 +168,28 @@ type fifoResult struct {
 }
 
 // openFifo opens the exec fifo for reading, refusing anything but a fifo
-// (the state directory is maka's, but the name is not trusted to be one).
+// (the state directory is maka's, but the name is not trusted to be one):
+// the name is opened O_PATH and checked, then that file is opened through
+// its descriptor, so nothing else is ever opened for reading.
 func openFifo(path string, block bool) fifoResult {
-	flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW
+	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return fifoResult{err: fmt.Errorf("exec fifo: %w", &os.PathError{Op: "open", Path: path, Err: err})}
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return fifoResult{err: fmt.Errorf("exec fifo %s: not a fifo", path)}
+	}
+	flags := unix.O_RDONLY | unix.O_CLOEXEC
 	if !block {
 		flags |= unix.O_NONBLOCK
 	}
-	f, err := os.OpenFile(path, flags, 0)
+	fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", pfd), flags, 0)
 	if err != nil {
-		return fifoResult{err: fmt.Errorf("exec fifo: %w", err)}
+		return fifoResult{err: fmt.Errorf("exec fifo: %w", &os.PathError{Op: "open", Path: path, Err: err})}
 	}
-	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
-		f.Close()
-		return fifoResult{err: fmt.Errorf("exec fifo %s: not a fifo", path)}
-	}
-	return fifoResult{f: f}
+	return fifoResult{f: os.NewFile(uintptr(fd), path)}
 }
 
 // read takes what the init wrote (nothing: it was started already) and

@@ -13,10 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// parked is a stand-in for an init parked on the exec fifo: a process
-// that lives until killed, with the fifo made beside a state.json naming it
-// the way libcontainer's does.
-func parked(t *testing.T, rt *Runtime, id string) (*exec.Cmd, InitProcess) {
+// parked is a stand-in for the init of container "c" parked on the exec
+// fifo: a process that lives until killed, with the fifo made beside a
+// state.json naming it the way libcontainer's does.
+func parked(t *testing.T, rt *Runtime) (*exec.Cmd, InitProcess) {
+	const id = "c"
 	t.Helper()
 	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
@@ -42,7 +43,8 @@ func parked(t *testing.T, rt *Runtime, id string) (*exec.Cmd, InitProcess) {
 	return cmd, init
 }
 
-func beginWith(t *testing.T, rt *Runtime, id string, init *InitProcess) *Op {
+func beginWith(t *testing.T, rt *Runtime, init *InitProcess) *Op {
+	const id = "c"
 	t.Helper()
 	op, err := rt.Begin(id, "create")
 	if err != nil {
@@ -80,12 +82,12 @@ func wantStatus(t *testing.T, op *Op, want Status) {
 func TestStatusAndStartFromTheRecord(t *testing.T) {
 	for _, recorded := range []bool{true, false} {
 		rt, _ := testStore(t)
-		cmd, init := parked(t, rt, "c")
+		cmd, init := parked(t, rt)
 		var rinit *InitProcess
 		if recorded {
 			rinit = &init
 		}
-		op := beginWith(t, rt, "c", rinit)
+		op := beginWith(t, rt, rinit)
 		wantStatus(t, op, Created)
 		// The init's end: it opens the fifo for writing and writes one byte.
 		go func() {
@@ -111,9 +113,9 @@ func TestStatusAndStartFromTheRecord(t *testing.T) {
 // A pid reused by another process is not the init.
 func TestStatusPidReused(t *testing.T) {
 	rt, _ := testStore(t)
-	_, init := parked(t, rt, "c")
+	_, init := parked(t, rt)
 	init.StartTime++
-	op := beginWith(t, rt, "c", &init)
+	op := beginWith(t, rt, &init)
 	wantStatus(t, op, Stopped)
 }
 
@@ -121,8 +123,8 @@ func TestStatusPidReused(t *testing.T) {
 // next check, 100 ms) rather than waiting for ever.
 func TestStartInitDiedParked(t *testing.T) {
 	rt, _ := testStore(t)
-	cmd, init := parked(t, rt, "c")
-	op := beginWith(t, rt, "c", &init)
+	cmd, init := parked(t, rt)
+	op := beginWith(t, rt, &init)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	done := make(chan error, 1)
@@ -142,8 +144,8 @@ func TestStartInitDiedParked(t *testing.T) {
 func TestStartRefusesWhatIsNotTheFifo(t *testing.T) {
 	for _, kind := range []string{"file", "symlink"} {
 		rt, _ := testStore(t)
-		_, init := parked(t, rt, "c")
-		op := beginWith(t, rt, "c", &init)
+		_, init := parked(t, rt)
+		op := beginWith(t, rt, &init)
 		fifo := filepath.Join(rt.Root, "c", execFifo)
 		target := filepath.Join(t.TempDir(), "target")
 		if err := os.WriteFile(target, []byte("0"), 0o600); err != nil {
@@ -169,4 +171,32 @@ func TestStartRefusesWhatIsNotTheFifo(t *testing.T) {
 			t.Fatalf("%s: target removed: %v", kind, err)
 		}
 	}
+}
+
+// An init that has exited but is not reaped yet (a zombie) is stopped.
+func TestStatusZombieIsStopped(t *testing.T) {
+	rt, _ := testStore(t)
+	_, _ = parked(t, rt)
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	pid := cmd.Process.Pid
+	var st system.Stat_t
+	for i := 0; i < 500; i++ {
+		var err error
+		if st, err = system.Stat(pid); err != nil {
+			t.Fatal(err)
+		}
+		if st.State == system.Zombie {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.State != system.Zombie {
+		t.Fatalf("the child never became a zombie: %v", st.State)
+	}
+	op := beginWith(t, rt, &InitProcess{Pid: pid, StartTime: st.StartTime})
+	wantStatus(t, op, Stopped)
 }

@@ -95,7 +95,10 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 			return false, err
 		}
 		killed = true
-	} else if byRecord {
+	}
+	// libcontainer's kill waits for the init only: the cgroup's for
+	// every process of the sandbox (afterKill relies on none being left).
+	if byRecord {
 		if err := endCgroup(rec.CgroupPath, rec.CgroupID, rec.Created, KillTimeout, false); err != nil {
 			return false, err
 		}

@@ -178,6 +178,11 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 		return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
 	}
 	phase.Mark("init: namespaces, mounts, seccomp")
+	// The init as libcontainer knows it, parked on the exec fifo (alive):
+	// start and delete ask the kernel about it (libmaka/initstatus.go).
+	if st, serr := ctr.Container.State(); serr == nil {
+		op.SetInit(st.InitProcessPid, st.InitProcessStartTime)
+	}
 	if l.Command == "create" {
 		libmaka.CrashPoint("create:init-spawned")
 	}
@@ -228,9 +233,6 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 	}
 	if w.detached != nil && op.Record != nil {
 		op.Record.MonitorCgroup = w.detached.Cgroup
-	}
-	if st, serr := ctr.Container.State(); serr == nil {
-		op.SetInit(st.InitProcessPid, st.InitProcessStartTime)
 	}
 	if err = op.Commit(stage, l.Attached); err != nil {
 		return nil, err

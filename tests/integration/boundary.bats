@@ -240,6 +240,26 @@ reject_case() {
   echo "$output"
   [ "$status" -ne 0 ]
   grep -F "linux.namespaces[" <<<"$output" | grep -F "/proc/$pid/ns/ipc is an ipc namespace, not a network namespace"
+  # Namespaces bound on files (as ip netns and CNI keep them): the type is
+  # the kernel's (NS_GET_NSTYPE), whatever the file is called.
+  local nsf=$BATS_TEST_TMPDIR/nsfiles
+  mkdir -p "$nsf" && touch "$nsf/net" "$nsf/ipc"
+  unshare --net="$nsf/net" true
+  unshare --ipc="$nsf/ipc" true
+  update_config "$b" '.linux.namespaces |= map(if .type == "network" then .path = $p else . end)' --arg p "$nsf/ipc"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/netns.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  umount "$nsf/ipc"
+  [ "$status" -ne 0 ]
+  grep -F "$nsf/ipc is an ipc namespace, not a network namespace" <<<"$output"
+  update_config "$b" '.linux.namespaces |= map(if .type == "network" then .path = $p else . end)' --arg p "$nsf/net"
+  local ino
+  ino=$(stat -c %i "$nsf/net")
+  MAKA_POLICY=$BATS_TEST_TMPDIR/netns.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  umount "$nsf/net"
+  [ "$status" -eq 0 ]
+  [ "${lines[-1]}" = "net:[$ino]" ]
   # The host's own network namespace, without the host's network in the
   # policy; the host's own ipc namespace under any policy.
   update_config "$b" '.linux.namespaces |= map(if .type == "network" then .path = "/proc/1/ns/net" else . end)'
