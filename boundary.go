@@ -247,6 +247,11 @@ func printBoundaryTable(b *libmaka.Boundary, v specconv.Verdict) error {
 		net += " via " + b.Network.Proxy + ": " + strings.Join(b.Network.Egress, " ")
 	}
 	row("network", "%s", net)
+	if specconv.HostSysfs(b) {
+		// A user namespace without a network namespace of its own may
+		// not mount a sysfs: the one place the host's is shown.
+		row("read-only", "/sys <- the host's /sys (no network namespace of its own under a user namespace: recursive, read-only, private; its own cgroup filesystem over /sys/fs/cgroup; the host's other mounts below /sys masked)")
+	}
 	// "unlimited" where there is no limit, never a bare 0.
 	row("limits", "%s", b.Limits)
 	cg := b.Cgroup.Path

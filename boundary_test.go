@@ -5,11 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/maka-runtime/maka/libmaka"
 	"github.com/maka-runtime/maka/libmaka/sandbox"
+	"github.com/maka-runtime/maka/specconv"
+	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // runMaka runs the CLI in-process with stdout in a file, and returns what
@@ -146,5 +149,37 @@ func TestNamespacesStringNamesTheHostsUTS(t *testing.T) {
 	host := &libmaka.Boundary{Namespaces: []libmaka.Namespace{{Type: "pid"}, {Type: "mount"}, {Type: "user"}}}
 	if got := namespacesString(host); !strings.Contains(got, "uts: the host's") {
 		t.Errorf("the host's uts: %q", got)
+	}
+}
+
+// maka boundary shows the host's /sys where the sandbox gets it (the
+// host's network under a user namespace), and nowhere else.
+func TestBoundaryShowsTheHostsSysfs(t *testing.T) {
+	sysfs := []specs.Mount{{Destination: "/sys", Type: "sysfs", Source: "sysfs"}}
+	ns := func(types ...string) []libmaka.Namespace {
+		var out []libmaka.Namespace
+		for _, t := range types {
+			out = append(out, libmaka.Namespace{Type: t})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		b    libmaka.Boundary
+		want bool
+	}{
+		{"host network, user namespace", libmaka.Boundary{Namespaces: ns("pid", "mount", "user"), Mounts: sysfs}, true},
+		{"own network", libmaka.Boundary{Namespaces: ns("pid", "mount", "user", "network"), Mounts: sysfs}, false},
+		{"no user namespace", libmaka.Boundary{Namespaces: ns("pid", "mount"), Mounts: sysfs}, false},
+		{"no /sys", libmaka.Boundary{Namespaces: ns("pid", "mount", "user")}, false},
+	} {
+		b := tc.b
+		before := slices.Clone(b.Mounts)
+		if got := specconv.HostSysfs(&b); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+		if !slices.EqualFunc(before, b.Mounts, func(x, y specs.Mount) bool { return x.Destination == y.Destination && x.Type == y.Type }) {
+			t.Errorf("%s: the boundary's mounts changed: %v", tc.name, b.Mounts)
+		}
 	}
 }

@@ -36,13 +36,15 @@ EXAMPLE:
 		if err != nil {
 			return err
 		}
-		phase.Mark("store: lock")
+		phase.Mark("store: read")
 		defer op.End()
 		if op.Reaped != "" {
 			// Begin removed a dead owner's leftovers: that was the delete.
 			return nil
 		}
-		ctr, err := rt.Load(id)
+		// The status from the record and the kernel: the teardown loads
+		// libcontainer's state only if it needs it (libmaka/teardown.go).
+		status, err := op.Status()
 		if errors.Is(err, libmaka.ErrNotExist) {
 			// A state dir without state.json (made by a maka without a
 			// contract store) is garbage either way.
@@ -51,10 +53,6 @@ EXAMPLE:
 				return nil
 			}
 		}
-		if err != nil {
-			return err
-		}
-		status, err := ctr.Status()
 		if err != nil {
 			return err
 		}
@@ -70,6 +68,6 @@ EXAMPLE:
 		// The poststop hooks run once the cgroup and the state are gone;
 		// one that fails is a warning and delete succeeds (the spec's
 		// step 13; runc fails the delete).
-		return op.Teardown(ctr, nil)
+		return op.Teardown(nil, nil)
 	},
 }

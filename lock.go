@@ -18,7 +18,7 @@ func lockContainer(c *cli.Context) (*libmaka.Op, *libmaka.Container, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	phase.Mark("store: lock")
+	phase.Mark("store: read")
 	ctr, err := rt.Load(op.ID)
 	phase.Mark("load")
 	if err == nil {
@@ -30,4 +30,24 @@ func lockContainer(c *cli.Context) (*libmaka.Op, *libmaka.Container, error) {
 		return nil, nil, err
 	}
 	return op, ctr, nil
+}
+
+// lockRecord is lockContainer for a command that needs only the record
+// (start): the container is not loaded.
+func lockRecord(c *cli.Context) (*libmaka.Op, error) {
+	rt, err := runtimeOf(c)
+	if err != nil {
+		return nil, err
+	}
+	op, err := rt.Begin(c.Args().First(), c.Command.Name)
+	if err != nil {
+		return nil, err
+	}
+	phase.Mark("store: read")
+	if err := failClosed(c, op.FailClosed); err != nil {
+		op.End()
+		return nil, err
+	}
+	phase.Mark("fail-closed check")
+	return op, nil
 }

@@ -22,12 +22,15 @@ EXAMPLE:
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		op, ctr, err := lockContainer(c)
+		// libcontainer's state is not read unless a poststart hook needs
+		// it: the record and the kernel say whether the container is
+		// created (libmaka/initstatus.go).
+		op, err := lockRecord(c)
 		if err != nil {
 			return err
 		}
 		defer op.End()
-		status, err := ctr.Status()
+		status, err := op.Status()
 		if err != nil {
 			return err
 		}
@@ -39,13 +42,19 @@ EXAMPLE:
 		default:
 			return fmt.Errorf("cannot start an already %s container: %w", status, libmaka.ErrWrongState)
 		}
+		// The poststart hooks (maka.json), read before anything changes.
+		hooks, err := op.Hooks()
+		if err != nil {
+			return err
+		}
+		phase.Mark("hooks")
 		if err := op.Transition(libmaka.StageStarting); err != nil {
 			return err
 		}
 		phase.Mark("store: starting")
 		libmaka.CrashPoint("start:record-published")
-		if err := ctr.Exec(); err != nil {
-			return fmt.Errorf("start %s: %w", ctr.ID(), err)
+		if err := op.Start(); err != nil {
+			return fmt.Errorf("start %s: %w", op.ID, err)
 		}
 		phase.Mark("start")
 		libmaka.CrashPoint("start:after-exec")
@@ -53,6 +62,15 @@ EXAMPLE:
 			return err
 		}
 		phase.Mark("store: commit")
+		if len(hooks.Poststart) == 0 {
+			return nil
+		}
+		// The container the hooks are given, loaded under the lock:
+		// after it, the id may name another container.
+		ctr, err := op.Load()
+		if err != nil {
+			return err
+		}
 		op.End()
 		phase.Mark("unlock")
 		// A failing poststart hook stops the container (runc's start

@@ -198,6 +198,7 @@ func (rt *Runtime) Load(id string) (*Container, error) {
 	if err != nil {
 		return nil, containerError(id, err)
 	}
+	phase.Mark("load: libcontainer")
 	c := &Container{Container: lc, rt: rt}
 	if err := c.readRecord(); err != nil {
 		return nil, err
@@ -208,17 +209,33 @@ func (rt *Runtime) Load(id string) (*Container, error) {
 // readRecord reads maka's record beside libcontainer's state (none: an
 // empty record).
 func (c *Container) readRecord() error {
-	data, err := os.ReadFile(filepath.Join(c.rt.Root, c.ID(), recordFile))
+	r, err := readRecord(c.rt.Root, c.ID())
+	if err == nil {
+		c.Record = r
+	}
+	return err
+}
+
+func readRecord(root, id string) (Record, error) {
+	var r Record
+	data, err := os.ReadFile(filepath.Join(root, id, recordFile))
 	switch {
 	case err == nil:
-		if err := json.Unmarshal(data, &c.Record); err != nil {
-			return fmt.Errorf("container %s: %s: %w", c.ID(), recordFile, JSONError(err, recordFile))
+		if err := json.Unmarshal(data, &r); err != nil {
+			return Record{}, fmt.Errorf("container %s: %s: %w", id, recordFile, JSONError(err, recordFile))
 		}
 	case !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("container %s: %w", c.ID(), err)
+		return Record{}, fmt.Errorf("container %s: %w", id, err)
 	}
-	return nil
+	return r, nil
 }
+
+// Hooks is maka's record beside libcontainer's state (maka.json, read
+// alone): the poststart and poststop hooks.
+func (op *Op) Hooks() (Record, error) { return readRecord(op.rt.Root, op.ID) }
+
+// Load loads op's container.
+func (op *Op) Load() (*Container, error) { return op.rt.Load(op.ID) }
 
 // IDs lists the ids of the containers under the root, sorted.
 func (rt *Runtime) IDs() ([]string, error) {

@@ -109,6 +109,7 @@ const (
 	monitorCgroup = "the monitors' cgroups (<cgroup root>/maka.monitors), maka's own"
 	cgroupFiles   = "cgroupfs files of the sandbox's cgroup, which maka reads and writes by design (cgroup.kill, cgroup.events...)"
 	hostFacts     = "the host's own files and the kernel's view of a pid maka tracks (/proc/PID/..., /proc/self, /dev/null, /dev/tty, the host's /etc/passwd, maka's monitor executable)"
+	reopened      = "a descriptor maka holds and checked, reopened through /proc/self/fd: the same file, whatever its path names now"
 	pathOnly      = "O_PATH only (statfs, a held tmpfs), never opened for reading or writing"
 	callersPath   = "a path the caller names (--process, --resources, --log, --policy, a man page directory, cp's host DST)"
 	bundleItem1   = "a bundle's path (root.path, the scaffold over it, config.json): issue 24 item 1's descriptor helper, not this one"
@@ -152,7 +153,10 @@ var otherOpens = map[string]string{
 	"libmaka/phase/phase.go: processStart: os.ReadFile":            hostFacts,
 	// ownState
 	"libmaka/container.go: Runtime.IDs: os.ReadDir":                       ownState,
-	"libmaka/container.go: Container.readRecord: os.ReadFile":             ownState,
+	"libmaka/container.go: readRecord: os.ReadFile":                       ownState,
+	"libmaka/initstatus.go: Op.initOf: os.ReadFile":                       ownState,
+	"libmaka/initstatus.go: openFifo: unix.Open":                          ownState,
+	"libmaka/hostpath.go: nsTypeOf: unix.Open":                            reopened,
 	"libmaka/container.go: writeJSONAtomic: os.WriteFile":                 ownState,
 	"libmaka/history.go: Store.History: os.ReadDir":                       ownState,
 	"libmaka/history.go: Store.PruneHistory: os.ReadDir":                  ownState,

@@ -65,6 +65,42 @@ var nsFile = map[string]string{
 	"pid": "pid", "network": "net", "mount": "mnt", "ipc": "ipc", "uts": "uts", "user": "user", "cgroup": "cgroup", "time": "time",
 }
 
+// nsTypes are the kernel's namespace types (NS_GET_NSTYPE) by the names
+// config.json gives them.
+var nsTypes = map[int]string{
+	unix.CLONE_NEWPID: "pid", unix.CLONE_NEWNET: "network", unix.CLONE_NEWNS: "mount", unix.CLONE_NEWIPC: "ipc",
+	unix.CLONE_NEWUTS: "uts", unix.CLONE_NEWUSER: "user", unix.CLONE_NEWCGROUP: "cgroup", unix.CLONE_NEWTIME: "time",
+}
+
+// nsTypeOf is the type of the namespace file held by the O_PATH
+// descriptor fd. NS_GET_NSTYPE needs a descriptor opened for reading: fd
+// reopened through /proc/self/fd, which names the same file whatever its
+// path says now (the readlink of a namespace bound on a file is its path,
+// not "net:[ino]").
+func nsTypeOf(fd int) (string, error) {
+	rfd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(rfd)
+	v, err := unix.IoctlRetInt(rfd, unix.NS_GET_NSTYPE)
+	if err != nil {
+		return "", err
+	}
+	if t, ok := nsTypes[v]; ok {
+		return t, nil
+	}
+	return fmt.Sprintf("unknown (%#x)", v), nil
+}
+
+// withArticle is a namespace type's name with its article.
+func withArticle(t string) string {
+	if t == "ipc" || strings.HasPrefix(t, "unknown") {
+		return "an " + t
+	}
+	return "a " + t
+}
+
 // OpenHostPath opens path (absolute, as the check resolved it) for field:
 // with openat2 RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS, so a symlink
 // anywhere in it (one swapped in after the check) is refused, not
@@ -170,6 +206,15 @@ func (h *HostPath) check(kind HostKind, nsType string, never *Never) error {
 			return fmt.Errorf("%s: %s is not a namespace file (a symlink, or it changed since it was checked)", h.Field, h.Path)
 		}
 		if name, ok := nsFile[nsType]; ok {
+			// Its type, asked of the kernel: the init's setns would
+			// refuse another, too late to name the field.
+			got, err := nsTypeOf(h.fd)
+			if err != nil {
+				return fmt.Errorf("%s: %s: its namespace type: %w", h.Field, h.Path, err)
+			}
+			if got != nsType {
+				return fmt.Errorf("%s: %s is %s namespace, not a %s namespace", h.Field, h.Path, withArticle(got), nsType)
+			}
 			for _, p := range []string{"/proc/1/ns/" + name, "/proc/self/ns/" + name} {
 				var st unix.Stat_t
 				if unix.Stat(p, &st) == nil && st.Dev == h.st.Dev && st.Ino == h.st.Ino {

@@ -180,6 +180,11 @@ func TestOpenHostPathNamespace(t *testing.T) {
 	if _, err := OpenHostPath("linux.namespaces[0].path", "/proc/self/ns/net", HostNamespace, "network", nil); err == nil || !strings.Contains(err.Error(), "host's own network namespace") {
 		t.Errorf("the host's namespace: %v", err)
 	}
+	// A namespace of another type than its entry's: refused here, naming
+	// the field, not by the init's setns.
+	if _, err := OpenHostPath("linux.namespaces[0].path", "/proc/self/ns/ipc", HostNamespace, "network", nil); err == nil || !strings.Contains(err.Error(), "linux.namespaces[0].path: /proc/self/ns/ipc is an ipc namespace, not a network namespace") {
+		t.Errorf("an ipc namespace as the network's: %v", err)
+	}
 }
 
 // The callers of OpenHostPath and of the mount system calls: a new place

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/maka-runtime/maka/libmaka/phase"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 )
@@ -59,10 +60,12 @@ func (rt *Runtime) Begin(id, command string) (*Op, error) {
 	if err != nil {
 		return nil, err
 	}
+	phase.Mark("store: open")
 	lock, err := store.Lock(id, LockWait)
 	if err != nil {
 		return nil, err
 	}
+	phase.Mark("store: flock")
 	op := &Op{rt: rt, lock: lock, ID: id, Command: command}
 	if err := op.load(); err != nil {
 		lock.Unlock()

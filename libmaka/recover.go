@@ -21,6 +21,12 @@ import (
 // (a create that died before recording it) it must be empty and no older
 // than created, and it is only removed (rmdir), never killed.
 func killCgroup(path string, id uint64, created time.Time, wait time.Duration) error {
+	return endCgroup(path, id, created, wait, true)
+}
+
+// endCgroup is killCgroup; without remove, the killed cgroup stays (its
+// monitor still reads its figures as it stops).
+func endCgroup(path string, id uint64, created time.Time, wait time.Duration, remove bool) error {
 	dir, err := openOwnedCgroup(path, id, created)
 	if err != nil || dir == nil {
 		return err
@@ -38,6 +44,9 @@ func killCgroup(path string, id uint64, created time.Time, wait time.Duration) e
 	if own, err := ownCgroup(); err == nil && (own == path || strings.HasPrefix(own, path+"/")) {
 		return fmt.Errorf("cgroup %s: refusing to kill it: it holds maka itself", path)
 	}
+	if err := Fault("kill"); err != nil {
+		return fmt.Errorf("cgroup %s: kill: %w", path, err)
+	}
 	if err := killAt(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("cgroup %s: kill: %w", path, err)
 	} else if err != nil {
@@ -53,6 +62,9 @@ func killCgroup(path string, id uint64, created time.Time, wait time.Duration) e
 		}
 		killEach(path)
 		time.Sleep(10 * time.Millisecond)
+	}
+	if !remove {
+		return nil
 	}
 	if err := sameCgroup(dir, path); err != nil {
 		if _, serr := os.Lstat(path); errors.Is(serr, os.ErrNotExist) {

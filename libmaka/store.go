@@ -99,14 +99,7 @@ var ownStartTime = sync.OnceValues(func() (uint64, error) {
 // Alive reports whether the owner process still exists: same pid, same
 // start time, and not a zombie.
 func (o Owner) Alive() bool {
-	if o.Pid <= 0 {
-		return false
-	}
-	st, err := system.Stat(o.Pid)
-	if err != nil {
-		return false
-	}
-	return st.StartTime == o.StartTime && st.State != system.Zombie && st.State != system.Dead
+	return alive(o.Pid, o.StartTime)
 }
 
 func (o Owner) String() string {
@@ -139,10 +132,15 @@ type ContainerRecord struct {
 	// monitor.MonitorsCgroup), kept here too: a teardown that finds the
 	// state directory naming it gone (lost, removed by hand) still removes
 	// it.
-	MonitorCgroup string    `json:"monitorCgroup,omitempty"`
-	Created       time.Time `json:"created"`
-	Stage         Stage     `json:"stage"`
-	Owner         Owner     `json:"owner"`
+	MonitorCgroup string `json:"monitorCgroup,omitempty"`
+	// Init is the sandbox's init, recorded once it is spawned (it never
+	// changes after): start and delete ask the kernel about it without
+	// loading libcontainer's state (initstatus.go). Records published
+	// before it was kept have none.
+	Init    *InitProcess `json:"init,omitempty"`
+	Created time.Time    `json:"created"`
+	Stage   Stage        `json:"stage"`
+	Owner   Owner        `json:"owner"`
 	// Attached: the container lives only as long as Owner (a foreground
 	// `maka run`, which deletes it at the end). When Owner dies, the
 	// container is an orphan. A detached container outlives its creator.
@@ -187,6 +185,8 @@ func (r *ContainerRecord) check() error {
 		return fmt.Errorf("unknown stage %q", r.Stage)
 	case r.Owner.Pid <= 0:
 		return fmt.Errorf("owner pid %d", r.Owner.Pid)
+	case r.Init != nil && r.Init.Pid <= 0:
+		return fmt.Errorf("init pid %d", r.Init.Pid)
 	case !r.Boundary.Held():
 		return errors.New("no boundary")
 	}

@@ -55,18 +55,38 @@ func (rt *Runtime) reap(lock *Lock, rec *ContainerRecord) error {
 // complaint about what the later steps removed).
 func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Container, afterKill func(), command string) (gone bool, err error) {
 	stateDir := filepath.Join(rt.Root, id)
-	// libcontainer's own teardown first when its state loads: it knows the
-	// init (even outside the cgroup).
-	if ctr == nil {
+	// A record naming the cgroup maka created is enough to end the
+	// sandbox: that cgroup's kill ends every process of it (none can leave
+	// it: the cgroup namespace's root is its own, the files above are the
+	// host's), and what libcontainer's destroy would add (the state
+	// directory, the cgroup) is removed below. libcontainer's state is
+	// loaded only without such a record (made before the cgroup, or by an
+	// older maka: libcontainer knows the init) or for the poststop hooks'
+	// state (its bundle and annotations); it decodes the sandbox's whole
+	// configuration (docs/dev/performance.md, change 16).
+	byRecord := rec != nil && rec.CgroupID != 0
+	var hooks Record
+	switch {
+	case ctr != nil:
+		hooks = ctr.Record
+	case byRecord:
+		// One that cannot be read keeps nothing else from going.
+		var rerr error
+		if hooks, rerr = readRecord(rt.Root, id); rerr != nil {
+			logrus.Warnf("container %s: %v", id, rerr)
+		}
+	}
+	if byRecord && len(hooks.Poststop) == 0 {
+		ctr = nil
+	} else if ctr == nil {
 		if lc, lerr := libcontainer.Load(rt.Root, id); lerr == nil {
 			ctr = &Container{Container: lc, rt: rt}
-			// Its poststop hooks are in maka's record beside it; one
-			// that cannot be read keeps nothing else from going.
 			if rerr := ctr.readRecord(); rerr != nil {
 				logrus.Warnf("container %s: %v", id, rerr)
 			}
 		}
 	}
+	killed := false
 	if ctr != nil {
 		// The record this teardown read under the id's lock is what
 		// the ownership checks compare with: no second read.
@@ -74,6 +94,17 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 		if err := ctr.Kill(KillTimeout); err != nil {
 			return false, err
 		}
+		killed = true
+	}
+	// libcontainer's kill waits for the init only: the cgroup's for
+	// every process of the sandbox (afterKill relies on none being left).
+	if byRecord {
+		if err := endCgroup(rec.CgroupPath, rec.CgroupID, rec.Created, KillTimeout, false); err != nil {
+			return false, err
+		}
+		killed = true
+	}
+	if killed {
 		phase.Mark("teardown: kill")
 	}
 	if afterKill != nil {
@@ -96,7 +127,7 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 	// removes that directory (CI-E, userns.bats' six concurrent creates:
 	// "unlinkat …: directory not empty"). Only once Kill has ended the
 	// sandbox: never a live sandbox without its monitor.
-	if ctr != nil {
+	if killed {
 		if err := monitor.RemoveCgroupPath(monCgroup); err != nil {
 			return false, err
 		}
@@ -132,23 +163,27 @@ func (rt *Runtime) teardown(lock *Lock, id string, rec *ContainerRecord, ctr *Co
 	if err := monitor.RemoveCgroupPath(monCgroup); err != nil {
 		return false, err
 	}
+	phase.Mark("teardown: cgroups")
 	if err := unmountBelow(stateDir); err != nil {
 		return false, err
 	}
+	phase.Mark("teardown: mounts")
 	if _, serr := os.Stat(stateDir); serr == nil && rec != nil {
 		if err := lock.store.Archive(id, rec.Created, stateDir); err != nil {
 			logrus.Warnf("container %s: %v", id, err)
 		}
 	}
+	phase.Mark("teardown: archive")
 	if err := os.RemoveAll(stateDir); err != nil {
 		return false, fmt.Errorf("container %s: remove state: %w", id, err)
 	}
+	phase.Mark("teardown: state")
 	CrashPoint(command + ":state-removed")
 	// No process of the sandbox is left: Drop gives its ids back.
 	if err := lock.drop(rec); err != nil {
 		return false, err
 	}
-	phase.Mark("teardown: cgroup, state, record")
+	phase.Mark("teardown: record")
 	if poststop != nil {
 		RunPoststop(id, ctr.Record.Poststop, poststop)
 	}

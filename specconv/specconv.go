@@ -346,6 +346,13 @@ func hostSysfs(b *libmaka.Boundary, mounts []specs.Mount) ([]specs.Mount, bool) 
 	return slices.Insert(mounts, sys+1, cgroupMount), true
 }
 
+// HostSysfs reports whether b's sandbox gets the host's /sys (hostSysfs):
+// `maka boundary` says so.
+func HostSysfs(b *libmaka.Boundary) bool {
+	_, bound := hostSysfs(b, slices.Clone(b.Mounts))
+	return bound
+}
+
 // ownNamespaces are the types of b's namespaces (its own or joined by
 // path): a type missing is the host's.
 func ownNamespaces(b *libmaka.Boundary) map[string]bool {

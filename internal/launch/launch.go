@@ -106,7 +106,7 @@ func Run(rt *libmaka.Runtime, l Launch) (*Launched, error) {
 	if err != nil {
 		return nil, err
 	}
-	phase.Mark("store: lock")
+	phase.Mark("store: read")
 	s, err := create(rt, op, l)
 	op.End()
 	if err == nil && l.Start {
@@ -178,6 +178,11 @@ func create(rt *libmaka.Runtime, op *libmaka.Op, l Launch) (_ *Launched, err err
 		return nil, fmt.Errorf("%s %s: %w", l.Command, l.ID, err)
 	}
 	phase.Mark("init: namespaces, mounts, seccomp")
+	// The init as libcontainer knows it, parked on the exec fifo (alive):
+	// start and delete ask the kernel about it (libmaka/initstatus.go).
+	if st, serr := ctr.Container.State(); serr == nil {
+		op.SetInit(st.InitProcessPid, st.InitProcessStartTime)
+	}
 	if l.Command == "create" {
 		libmaka.CrashPoint("create:init-spawned")
 	}

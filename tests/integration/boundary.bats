@@ -191,10 +191,101 @@ reject_case() {
   echo "$output"
   [ "$status" -eq 0 ]
   grep -F "(uts: the host's, its name read-only)" <<<"$output"
+  # No user namespace: a sysfs of its own (the host's network's).
+  ! grep -F "<- the host's /sys" <<<"$output"
+  # Under a user namespace the kernel refuses it one: maka boundary says
+  # whose /sys it gets instead, and inside it is the host's, read-only,
+  # with the host's other mounts below it masked.
+  jq '.userNamespace = "required"' "$BATS_TEST_TMPDIR/hostnet.json" > "$BATS_TEST_TMPDIR/hostnet-userns.json"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet-userns.json run maka boundary -b "$b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -E "^read-only +/sys <- the host's /sys \(" <<<"$output"
+  [[ "$(tr -s ' \n' ' ' <<<"$output")" == *"recursive, read-only, private; its own cgroup filesystem over /sys/fs/cgroup; the host's other mounts below /sys masked)"* ]]
+  MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet-userns.json run maka_io run -b "$b" c-hostuts-userns
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -Fx "net: $(ls /sys/class/net | tr '\n' ' ')" <<<"$output"
+  ! grep -e wrote-sys -e wrote-cgroup <<<"$output"
+  [ ! -e /sys/kernel/x ]
+  grep -E ' /sys ro,' <<<"$output"
+  grep -Fx "cgroup dirs: 0" <<<"$output"
+  for m in $hostmounts; do grep -Fx "$m: 0" <<<"$output"; done
   echo '{"profile": "baseline"}' > "$BATS_TEST_TMPDIR/nohostnet.json"
   MAKA_POLICY=$BATS_TEST_TMPDIR/nohostnet.json run maka boundary -b "$b"
   [ "$status" -eq 1 ]
   grep -F 'no uts namespace' <<<"$output"
+}
+
+@test "namespace paths into a running sandbox and to the host's own: its network namespace is joined, another type or the host's own is refused at create naming the field, nothing left; where the host's network is allowed, a path to it is the host's network" {
+  echo '{"profile": "baseline", "networkModes": ["closed", "netns"]}' > "$BATS_TEST_TMPDIR/netns.json"
+  echo '{"profile": "baseline", "networkModes": ["closed", "netns", "host"]}' > "$BATS_TEST_TMPDIR/hostnet.json"
+  local a=$BATS_TEST_TMPDIR/nsa b=$BATS_TEST_TMPDIR/nsb pid hostnet
+  hostnet=$(readlink /proc/1/ns/net)
+  make_bundle "$a" sleep 1000
+  MAKA_POLICY=$BATS_TEST_TMPDIR/netns.json maka run -d -b "$a" ns-a
+  pid=$(container_pid ns-a)
+  make_bundle "$b" sh -c 'readlink /proc/self/ns/net'
+  # B joins A's network namespace by its path (the netns mode's purpose).
+  update_config "$b" '.linux.namespaces |= map(if .type == "network" then .path = $p else . end)' --arg p "/proc/$pid/ns/net"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/netns.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[-1]}" = "$(readlink "/proc/$pid/ns/net")" ]
+  [ "${lines[-1]}" != "$hostnet" ]
+  # A's ipc namespace given as a network namespace: refused at create,
+  # naming the field and both types (not setns's failure in the init).
+  update_config "$b" '.linux.namespaces |= map(if .type == "network" then .path = $p else . end)' --arg p "/proc/$pid/ns/ipc"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/netns.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  [ "$status" -ne 0 ]
+  grep -F "linux.namespaces[" <<<"$output" | grep -F "/proc/$pid/ns/ipc is an ipc namespace, not a network namespace"
+  # Namespaces bound on files (as ip netns and CNI keep them): the type is
+  # the kernel's (NS_GET_NSTYPE), whatever the file is called.
+  local nsf=$BATS_TEST_TMPDIR/nsfiles
+  mkdir -p "$nsf" && touch "$nsf/net" "$nsf/ipc"
+  unshare --net="$nsf/net" true
+  unshare --ipc="$nsf/ipc" true
+  update_config "$b" '.linux.namespaces |= map(if .type == "network" then .path = $p else . end)' --arg p "$nsf/ipc"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/netns.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  umount "$nsf/ipc"
+  [ "$status" -ne 0 ]
+  grep -F "$nsf/ipc is an ipc namespace, not a network namespace" <<<"$output"
+  update_config "$b" '.linux.namespaces |= map(if .type == "network" then .path = $p else . end)' --arg p "$nsf/net"
+  local ino
+  ino=$(stat -c %i "$nsf/net")
+  MAKA_POLICY=$BATS_TEST_TMPDIR/netns.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  umount "$nsf/net"
+  [ "$status" -eq 0 ]
+  [ "${lines[-1]}" = "net:[$ino]" ]
+  # The host's own network namespace, without the host's network in the
+  # policy; the host's own ipc namespace under any policy.
+  update_config "$b" '.linux.namespaces |= map(if .type == "network" then .path = "/proc/1/ns/net" else . end)'
+  MAKA_POLICY=$BATS_TEST_TMPDIR/netns.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  [ "$status" -ne 0 ]
+  grep -F "/proc/1/ns/net is the host's own network namespace" <<<"$output"
+  update_config "$b" '.linux.namespaces |= map(if .type == "network" then del(.path) else . end)
+      | .linux.namespaces |= map(if .type == "ipc" then .path = "/proc/1/ns/ipc" else . end)'
+  MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  [ "$status" -ne 0 ]
+  grep -F "/proc/1/ns/ipc is the host's own ipc namespace" <<<"$output"
+  # Nothing of B was left by any refusal.
+  run maka list -q
+  [ "$output" = ns-a ]
+  # Where the host's network is allowed, a path to it (here through a
+  # link, as a hostNetwork pod's is) is the host's network, nothing joined.
+  ln -s "/proc/1/ns/net" "$BATS_TEST_TMPDIR/hostnet-link"
+  update_config "$b" '.linux.namespaces |= map(if .type == "ipc" then del(.path) else . end)
+      | .linux.namespaces |= map(if .type == "network" then .path = $p else . end)' --arg p "$BATS_TEST_TMPDIR/hostnet-link"
+  MAKA_POLICY=$BATS_TEST_TMPDIR/hostnet.json run maka_io run -b "$b" ns-b
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[-1]}" = "$hostnet" ]
+  maka delete -f ns-a
 }
 
 @test "devices, sysctls, hooks and limits beyond the policy are refused before anything exists, naming the field" {
