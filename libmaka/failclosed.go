@@ -51,8 +51,13 @@ func failClosedReason(rec *ContainerRecord, mon monitor.MonitorState, now time.T
 	if mon == monitor.MonitorDead {
 		return "its monitor is gone (nothing watches its boundary or its timeout)", MonitorLost
 	}
+	if mon == monitor.MonitorAlive {
+		// It watches the boundary and the timeout: the contract need not
+		// be read (a scan of the whole boundary, at every command).
+		return "", ""
+	}
 	head, err := HeadOf(&rec.Boundary)
-	if err != nil && mon != monitor.MonitorAlive {
+	if err != nil {
 		// An unreadable contract cannot say the sandbox may go on.
 		return fmt.Sprintf("its contract's boundary cannot be read (%v) and no monitor could be verified", err), MonitorLost
 	}
@@ -60,7 +65,7 @@ func failClosedReason(rec *ContainerRecord, mon monitor.MonitorState, now time.T
 	if head != nil {
 		timeout = head.Limits.Timeout
 	}
-	if mon != monitor.MonitorAlive && timeout > 0 && now.After(rec.Created.Add(time.Duration(timeout)*time.Second)) {
+	if timeout > 0 && now.After(rec.Created.Add(time.Duration(timeout)*time.Second)) {
 		return fmt.Sprintf("it outlived its timeout of %d s and no monitor could be verified", timeout), monitor.LimitTimeout
 	}
 	return "", ""

@@ -314,13 +314,10 @@ func releaseLease(path, root, id string) error {
 	return syncDir(filepath.Dir(path))
 }
 
-// releaseIDs gives back the block rec's sandbox leased, if any. Call it
-// once no process of the sandbox lives (its cgroup is gone).
-func releaseIDs(store *Store, rec *ContainerRecord) error {
-	b, err := HeadOf(&rec.Boundary)
-	if err != nil {
-		return fmt.Errorf("id pool: container %s: %w", rec.ID, err)
-	}
+// releaseIDs gives back the block rec's sandbox leased, if any, as its
+// boundary's head b says. Call it once no process of the sandbox lives
+// (its cgroup is gone).
+func releaseIDs(store *Store, rec *ContainerRecord, b *BoundaryHead) error {
 	if b == nil || b.Users.Source != IDsFromPool || len(b.UIDMappings) == 0 {
 		return nil
 	}

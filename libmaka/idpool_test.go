@@ -112,7 +112,11 @@ func TestLeaseGivenBackWithTheRecord(t *testing.T) {
 	// not give away b's lease.
 	other := *rec
 	other.ID = "c"
-	if err := releaseIDs(store, &other); err != nil {
+	head, err := HeadOf(&other.Boundary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := releaseIDs(store, &other, head); err != nil {
 		t.Fatal(err)
 	}
 	if l := leaseFiles(t, rt); len(l) != 1 || l[0] != strconv.Itoa(int(pool.Start))+"-65536" {

@@ -499,7 +499,7 @@ func (l *Lock) drop(rec *ContainerRecord) error {
 			// back; a scaffold no record names is removed).
 			logrus.Warnf("container %s: its record's boundary cannot be read (%v): its id lease and root scaffold, if any, are left to maka recover", l.id, err)
 		default:
-			if err := releaseIDs(l.store, rec); err != nil {
+			if err := releaseIDs(l.store, rec, head); err != nil {
 				return err
 			}
 			// Only the scaffold maka made for this id, wherever the
