@@ -304,7 +304,8 @@ gone() {
   [ "$(maka state lc-run | jq -r .status)" = running ]
   run maka delete lc-paused
   [ "$status" -eq 1 ]
-  [[ "$output" == *"not stopped"* ]]
+  # Paused, as the record and the cgroup's freezer say (libmaka/initstatus.go).
+  [[ "$output" == *"not stopped: paused"* ]]
   [ "$(maka state lc-paused | jq -r .status)" = paused ]
 
   run maka delete --force lc-run
